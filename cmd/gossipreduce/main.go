@@ -1,0 +1,127 @@
+// Command gossipreduce runs gossip-based all-reduce: simulated (sim,
+// spectral, sdc, bcast) or live over NATS (run, node, server, bench).
+//
+// Usage:
+//
+//	gossipreduce <verb> [flags]
+//
+// Run "gossipreduce help" for the verbs and "gossipreduce <verb> -h" for a
+// verb's flags. Every verb accepts --json and then prints one JSON object
+// instead of text. Every random run prints its seed; --seed replays it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// verb is one subcommand. run parses args itself (with newFlags) and writes
+// results to out.Stdout, progress and diagnostics to out.Stderr.
+type verb struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, out *stdio) error
+}
+
+// stdio is where a verb writes; tests substitute buffers.
+type stdio struct {
+	Stdout, Stderr io.Writer
+}
+
+var verbs = map[string]verb{}
+
+// register adds a verb; each verb's file calls it from init.
+func register(name, summary string, run func(context.Context, []string, *stdio) error) {
+	if _, dup := verbs[name]; dup {
+		panic("gossipreduce: verb registered twice: " + name)
+	}
+	verbs[name] = verb{name: name, summary: summary, run: run}
+}
+
+// errUsage marks an error in how the command was called (exit status 2).
+var errUsage = errors.New("usage")
+
+func usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], &stdio{Stdout: os.Stdout, Stderr: os.Stderr})
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the process exit status: 0 on
+// success, 1 when the work failed, 2 when the command line was wrong.
+func run(ctx context.Context, args []string, out *stdio) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printHelp(out.Stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	v, ok := verbs[args[0]]
+	if !ok {
+		fmt.Fprintf(out.Stderr, "gossipreduce: unknown verb %q\n\n", args[0])
+		printHelp(out.Stderr)
+		return 2
+	}
+	err := v.run(ctx, args[1:], out)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(out.Stderr, "gossipreduce %s: %v\n", v.name, err)
+		return 2
+	default:
+		fmt.Fprintf(out.Stderr, "gossipreduce %s: %v\n", v.name, err)
+		return 1
+	}
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "usage: gossipreduce <verb> [flags]   (gossipreduce <verb> -h for its flags)")
+	fmt.Fprintln(w, "\nverbs:")
+	names := make([]string, 0, len(verbs))
+	for n := range verbs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, verbs[n].summary)
+	}
+}
+
+// newFlags returns a flag set for a verb that reports errors instead of
+// exiting, and prints its usage to out.Stderr.
+func newFlags(name string, out *stdio) *flag.FlagSet {
+	fs := flag.NewFlagSet("gossipreduce "+name, flag.ContinueOnError)
+	fs.SetOutput(out.Stderr)
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors and
+// rejecting stray positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", strings.Join(fs.Args(), " "))
+	}
+	return nil
+}
