@@ -1,0 +1,223 @@
+// Package rdb implements recursive doubling (thesis Algorithm 1), the
+// deterministic all-reduce baseline, for any number of nodes, as a pure
+// machine that the simulator and the live runtime drive like the gossip
+// algorithms.
+//
+// For N = 2^d, in step k = 0 … d-1 node i exchanges its partial result with
+// node i XOR 2^k and both add the two partials; after d steps every node holds
+// the aggregate. Since IEEE addition is commutative (a+b and b+a are the same
+// bits) and both partners add the same two partials, all nodes end with the
+// bitwise same result.
+//
+// For other N the extra ranks are folded first, as MPICH does: with p the
+// largest power of two ≤ N and r = N - p, each even rank below 2r sends its
+// input to the odd rank above it and waits; the p remaining ranks run
+// recursive doubling; finally every odd rank below 2r sends the result back
+// to its even partner. That is ⌊log2 N⌋ exchange steps plus two fold
+// messages on the critical path.
+//
+// Recursive doubling is not fault tolerant: a lost message stalls it, a dead
+// node stalls its partners, and a corrupted partial spreads to every node
+// (thesis figure 2.1). It exists here as the yardstick.
+package rdb
+
+import (
+	"fmt"
+	"iter"
+	"math/bits"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+)
+
+// Machine is one node of recursive doubling.
+type Machine struct {
+	id      gossip.NodeID
+	n       int
+	epoch   uint64
+	plan    []stepPlan // what this node does, in order
+	next    int        // index into plan of the step under way
+	started bool
+	y       []float64 // partial sum of values, then the weight
+	pending map[uint64][]float64
+	final   bool
+}
+
+// A stepPlan is one step of this node: send the partial to a peer, receive
+// one from a peer, or both (an exchange). Tags number the steps globally so a
+// message names the step it belongs to.
+type stepPlan struct {
+	tag      uint64
+	sendTo   int // -1: no send
+	recvFrom int // -1: no receive
+	replace  bool
+}
+
+const (
+	tagFoldIn  = 0
+	tagFoldOut = 1 << 20 // after any exchange step
+)
+
+// New builds the recursive-doubling machine of node cfg.ID among
+// cfg.Overlay.Len() nodes. The overlay's edges are not used: recursive
+// doubling talks to the partners its schedule names, so only the node count
+// matters.
+func New(cfg gossip.Config) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("rdb: %w", err)
+	}
+	n := cfg.Overlay.Len()
+	y := append(append([]float64(nil), cfg.Value...), cfg.Weight())
+	return &Machine{
+		id:      cfg.ID,
+		n:       n,
+		epoch:   cfg.Epoch,
+		plan:    schedule(int(cfg.ID), n),
+		y:       y,
+		pending: make(map[uint64][]float64),
+	}, nil
+}
+
+// schedule returns node id's steps among n nodes.
+func schedule(id, n int) []stepPlan {
+	p := 1 << (bits.Len(uint(n)) - 1) // largest power of two ≤ n
+	r := n - p
+	d := bits.Len(uint(p)) - 1
+	var plan []stepPlan
+	// Fold in.
+	newRank := id - r
+	if id < 2*r {
+		if id%2 == 0 {
+			return []stepPlan{
+				{tag: tagFoldIn, sendTo: id + 1, recvFrom: -1},
+				{tag: tagFoldOut, sendTo: -1, recvFrom: id + 1, replace: true},
+			}
+		}
+		plan = append(plan, stepPlan{tag: tagFoldIn, sendTo: -1, recvFrom: id - 1})
+		newRank = id / 2
+	}
+	// Exchange among the p remaining ranks.
+	real := func(nr int) int {
+		if nr < r {
+			return 2*nr + 1
+		}
+		return nr + r
+	}
+	for k := range d {
+		peer := real(newRank ^ 1<<k)
+		plan = append(plan, stepPlan{tag: uint64(k + 1), sendTo: peer, recvFrom: peer})
+	}
+	// Fold out.
+	if id < 2*r {
+		plan = append(plan, stepPlan{tag: tagFoldOut, sendTo: id - 1, recvFrom: -1})
+	}
+	return plan
+}
+
+// ID returns the node this machine runs.
+func (m *Machine) ID() gossip.NodeID { return m.id }
+
+// Tick starts the reduction; later ticks do nothing.
+func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
+	if m.started {
+		return out
+	}
+	m.started = true
+	return m.advance(out)
+}
+
+// Step takes a partner's partial. Messages may arrive before the step they
+// belong to; they wait. A message that is not part of this node's schedule
+// (wrong partner, unknown step, duplicate) is rejected.
+func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Message, error) {
+	switch {
+	case msg.Kind != gossip.KindRDB:
+		return out, fmt.Errorf("rdb: %w: kind %s", gossip.ErrForeignMessage, msg.Kind)
+	case msg.Epoch != m.epoch:
+		return out, fmt.Errorf("rdb: %w: epoch %d, want %d", gossip.ErrForeignMessage, msg.Epoch, m.epoch)
+	case msg.To != m.id:
+		return out, fmt.Errorf("rdb: %w: addressed to %d, this is %d", gossip.ErrForeignMessage, msg.To, m.id)
+	case len(msg.Payload) != len(m.y):
+		return out, fmt.Errorf("rdb: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), len(m.y))
+	}
+	idx := -1
+	for i, s := range m.plan {
+		if s.tag == msg.Tag && s.recvFrom == int(msg.From) {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return out, fmt.Errorf("rdb: %w: step %d from %d is not in node %d's schedule", gossip.ErrForeignMessage, msg.Tag, msg.From, m.id)
+	}
+	if _, dup := m.pending[msg.Tag]; dup || idx < m.next {
+		return out, fmt.Errorf("rdb: %w: duplicate step %d from %d", gossip.ErrForeignMessage, msg.Tag, msg.From)
+	}
+	m.pending[msg.Tag] = append([]float64(nil), msg.Payload...)
+	if !m.started {
+		m.started = true
+	}
+	return m.advance(out), nil
+}
+
+// advance runs the schedule as far as the received partials allow. The
+// send of a step goes out before its receive is awaited, which is what makes
+// an exchange.
+func (m *Machine) advance(out []gossip.Message) []gossip.Message {
+	for m.next < len(m.plan) {
+		s := &m.plan[m.next]
+		if s.sendTo >= 0 {
+			out = append(out, gossip.Message{
+				From: m.id, To: gossip.NodeID(s.sendTo), Kind: gossip.KindRDB,
+				Epoch: m.epoch, Tag: s.tag, Payload: append([]float64(nil), m.y...),
+			})
+			s.sendTo = -1 // sent; never again
+		}
+		if s.recvFrom >= 0 {
+			got, ok := m.pending[s.tag]
+			if !ok {
+				return out
+			}
+			delete(m.pending, s.tag)
+			for c := range m.y {
+				if s.replace {
+					m.y[c] = got[c]
+				} else {
+					m.y[c] += got[c]
+				}
+			}
+		}
+		m.next++
+	}
+	m.final = true
+	return out
+}
+
+// Done reports whether the node holds the final result.
+func (m *Machine) Done() bool { return m.final }
+
+// Estimate appends the node's current partial aggregate Σx/Σw to dst[:0]; it
+// is the final result once Done reports true.
+func (m *Machine) Estimate(dst []float64) []float64 {
+	dst = dst[:0]
+	k := len(m.y) - 1
+	for _, v := range m.y[:k] {
+		dst = append(dst, v/m.y[k])
+	}
+	return dst
+}
+
+// Exclude does nothing: recursive doubling has no way around a dead partner.
+func (m *Machine) Exclude(gossip.NodeID) {}
+
+// Words yields the partial sums: value[c] and weight.
+func (m *Machine) Words() iter.Seq[gossip.Word] {
+	return func(yield func(gossip.Word) bool) {
+		k := len(m.y) - 1
+		for c := range k {
+			if !yield(gossip.Word{Place: gossip.PlaceState, Part: gossip.PartValue, Component: c, Ptr: &m.y[c]}) {
+				return
+			}
+		}
+		yield(gossip.Word{Place: gossip.PlaceState, Part: gossip.PartWeight, Ptr: &m.y[k]})
+	}
+}
