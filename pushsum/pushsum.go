@@ -31,9 +31,9 @@ type Machine struct {
 	overlay  gossip.Neighborhood
 	epoch    uint64
 	rng      *rand.Rand
-	answer   bool            // Algorithm 8: Step answers with one send
-	x        []float64       // value components
-	w        float64         // weight
+	answer   bool      // Algorithm 8: Step answers with one send
+	x        []float64 // value components
+	w        float64   // weight
 	excluded map[gossip.NodeID]bool
 	live     int // neighbours not excluded
 }
