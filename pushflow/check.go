@@ -6,31 +6,43 @@ import (
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
-// verify is Algorithms 5 and 6, lines 2-7: if the estimate fails its
-// checksum, every flow is tested, and corrupted ones are zeroed (PFLC) or
-// sent to their neighbour for repair (PFCC). The input is tested exactly at
-// every step and repaired from the last verified estimate (thesis 3.3) when
-// every flow is sound.
+// verify is Algorithms 5 and 6, lines 2-7, with exact checksums: every
+// flow this node computes is sealed (its checksum recomputed), so an intact
+// flow's residual is exactly zero and a nonzero one is corruption. A flow
+// whose corruption is within τ is tolerated (resealed: Push-Flow's own
+// exchange heals an error that small); a larger one is zeroed (PFLC) or sent
+// to its neighbour for repair (PFCC). The thesis tests the flows only when
+// the estimate fails its checksum; testing each one costs no more than
+// computing the estimate and catches what the sum would hide. The input is
+// tested exactly and repaired from the last verified estimate (thesis 3.3)
+// when every flow is sound.
 func (m *Machine) verify(out []gossip.Message) []gossip.Message {
 	if m.corr == 0 {
 		return out
 	}
 	r := m.ref()
 	flowsOK := true
-	if e, scale := m.sumScale(); !within(residual(e, m.k), scale, m.tau) {
-		for n := range m.nbr {
-			if m.gone[n] || m.consistent(m.flow(n), r) {
-				continue
-			}
-			flowsOK = false
-			if m.corr == Local {
-				m.zero(n)
-				continue
-			}
-			m.suspect[n] = true
-			m.cnt.Requests++
-			out = m.send(n, out)
+	for n := range m.nbr {
+		if m.gone[n] {
+			continue
 		}
+		f := m.flow(n)
+		res := residual(f, m.k)
+		if res == 0 {
+			continue
+		}
+		if within(res, norm1(f)+r, m.tau) {
+			m.seal(f)
+			continue
+		}
+		flowsOK = false
+		if m.corr == Local {
+			m.zero(n)
+			continue
+		}
+		m.suspect[n] = true
+		m.cnt.Requests++
+		out = m.send(n, out)
 	}
 	if residual(m.input, m.k) != 0 {
 		if m.lastOK && flowsOK {
@@ -42,16 +54,16 @@ func (m *Machine) verify(out []gossip.Message) []gossip.Message {
 	return out
 }
 
-// settle records the estimate at the end of a step if it is verified; it is
-// the reference magnitude of the checks and the source of input repairs.
+// settle records the estimate at the end of a step when nothing is known to
+// be corrupted; it is the reference magnitude of the checks and the source
+// of input repairs.
 func (m *Machine) settle() {
 	if m.corr == 0 {
 		return
 	}
-	e, scale := m.sumScale()
-	m.lastOK = residual(m.input, m.k) == 0 && within(residual(e, m.k), scale, m.tau)
+	m.lastOK = residual(m.input, m.k) == 0 && !m.waitingRepair()
 	if m.lastOK {
-		copy(m.last, e)
+		copy(m.last, m.sum(m.e))
 	}
 }
 
@@ -79,19 +91,6 @@ func (m *Machine) repairInput() {
 	}
 	m.input[m.k+1] = checksum(m.input[:m.k+1])
 	m.cnt.InputRepairs++
-}
-
-// sumScale returns e = input + Σ flows and Σ of the magnitudes of its terms,
-// the scale of the rounding error in e.
-func (m *Machine) sumScale() ([]float64, float64) {
-	e := m.sum(m.e, false)
-	scale := norm1(m.input)
-	for n := range m.nbr {
-		if !m.gone[n] {
-			scale += norm1(m.flow(n))
-		}
-	}
-	return e, scale
 }
 
 // ref is the reference magnitude R of the flow checks: the size of the last

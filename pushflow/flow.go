@@ -55,8 +55,9 @@ type Counters struct {
 	// verified estimate (thesis 3.3); InputLost counts corrupted inputs that
 	// could not be repaired because the estimate was not verified.
 	InputRepairs, InputLost int
-	// HeldBack counts sends Push-Cancel-Flow deferred because every
-	// neighbour it could send to had not answered its last message yet.
+	// HeldBack counts pushes not made: by Push-Cancel-Flow because every
+	// neighbour it could send to had not answered its last message yet, by
+	// PFCC while it waited for the repair of a corrupted flow.
 	HeldBack int
 }
 
@@ -282,11 +283,16 @@ func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gos
 			}
 		}
 	}
-	if m.suspect != nil {
+	if m.corr != 0 {
+		m.seal(own)
 		m.suspect[n] = false
 	}
 	return out
 }
+
+// seal sets the checksum of a flow this node computed to Σx + w, so that an
+// intact flow's residual is exactly zero and any residual is corruption.
+func (m *Machine) seal(f []float64) { f[m.k+1] = checksum(f[:m.k+1]) }
 
 // acknowledge forgets the pushes to neighbour n that n has seen.
 func (m *Machine) acknowledge(n int, ack uint32) {
@@ -315,18 +321,26 @@ func (m *Machine) zero(n int) {
 }
 
 // push sends half of the estimate to a random live neighbour (Algorithm 3
-// lines 2-5). A PFCC node leaves the flows it found corrupted out of the
-// estimate it halves, so that the push itself is consistent.
+// lines 2-5). A PFCC node that waits for the repair of a corrupted flow does
+// not push: its estimate is unknown until the repair arrives, and the
+// request it sent this step keeps the exchange going.
 func (m *Machine) push(out []gossip.Message) []gossip.Message {
+	if m.waitingRepair() {
+		m.cnt.HeldBack++
+		return out
+	}
 	n, ok := m.pick()
 	if !ok {
 		return out
 	}
-	e := m.sum(m.e, true)
+	e := m.sum(m.e)
 	f := m.flow(n)
 	for c := range f {
 		e[c] /= 2
 		f[c] -= e[c]
+	}
+	if m.corr != 0 {
+		m.seal(f)
 	}
 	if m.tagged {
 		m.pendSeq[n] = append(m.pendSeq[n], m.sent[n]+1)
@@ -363,12 +377,20 @@ func (m *Machine) pick() (int, bool) {
 	}
 }
 
-// sum computes e = input + Σ flows into dst. With trusted, flows a PFCC node
-// suspects are left out.
-func (m *Machine) sum(dst []float64, trusted bool) []float64 {
+func (m *Machine) waitingRepair() bool {
+	for n, s := range m.suspect {
+		if s && !m.gone[n] {
+			return true
+		}
+	}
+	return false
+}
+
+// sum computes e = input + Σ flows into dst.
+func (m *Machine) sum(dst []float64) []float64 {
 	dst = append(dst[:0], m.input...)
 	for n := range m.nbr {
-		if m.gone[n] || (trusted && m.suspect != nil && m.suspect[n]) {
+		if m.gone[n] {
 			continue
 		}
 		for c, v := range m.flow(n) {
@@ -380,7 +402,7 @@ func (m *Machine) sum(dst []float64, trusted bool) []float64 {
 
 // Estimate appends y_i = e_i(x)/e_i(w) to dst[:0], from the current state.
 func (m *Machine) Estimate(dst []float64) []float64 {
-	e := m.sum(m.e, false)
+	e := m.sum(m.e)
 	dst = dst[:0]
 	for c := range m.k {
 		dst = append(dst, e[c]/e[m.k])
