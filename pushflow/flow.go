@@ -477,3 +477,6 @@ func (m *Machine) Flow(peer gossip.NodeID) []float64 {
 
 // Input returns a copy of the input (x…, w[, c]).
 func (m *Machine) Input() []float64 { return append([]float64(nil), m.input...) }
+
+// Kind returns the message kind the machine sends and accepts.
+func (m *Machine) Kind() gossip.Kind { return m.kind }
