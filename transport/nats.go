@@ -286,12 +286,17 @@ func (t *NATS) Stats() Stats { return t.hub.total.snapshot() }
 
 // Close implements [Transport]: it closes every endpoint, waits (at most the
 // close timeout) for the server to confirm everything sent so far, and closes
-// the connection if the transport opened it.
+// the connection if the transport opened it. While the connection is down,
+// Close does not wait, and messages buffered for the reconnection are lost.
 func (t *NATS) Close() error {
 	t.once.Do(func() {
 		errs := []error{t.hub.closeAll()}
-		if err := t.flush(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
-			errs = append(errs, fmt.Errorf("transport: flush on close: %w", err))
+		// Disconnected, there is nothing to wait for: what is buffered for
+		// the reconnection is lost, as gossip tolerates.
+		if t.nc.IsConnected() {
+			if err := t.flush(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+				errs = append(errs, fmt.Errorf("transport: flush on close: %w", err))
+			}
 		}
 		if t.owned {
 			t.nc.Close()

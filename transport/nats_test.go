@@ -194,6 +194,27 @@ func TestReconnect(t *testing.T) {
 	pingPong(t, eps[0], eps[1], 3)
 }
 
+// TestCloseWhileDisconnected: with the server gone, Close neither waits for
+// a confirmation that cannot come nor reports an error.
+func TestCloseWhileDisconnected(t *testing.T) {
+	srv, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{})
+	require.NoError(t, err)
+	tr, err := transport.Connect(testCtx(t), []string{srv.ClientURL()}, transport.NATSOptions{CloseTimeout: patience})
+	require.NoError(t, err)
+	eps := openNodes(t, tr, transport.Group{Name: "orphan"}, 2)
+	srv.Shutdown()
+	eventually(t, func() bool { return !tr.Conn().IsConnected() }, "disconnect")
+	require.NoError(t, eps[0].Send(testCtx(t), gossip.Message{From: 0, To: 1, Kind: gossip.KindPush}), "buffered for reconnection")
+	done := make(chan error, 1)
+	go func() { done <- tr.Close() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(patience / 2):
+		require.FailNow(t, "Close waited for a server that is gone")
+	}
+}
+
 func TestStartEmbeddedErrors(t *testing.T) {
 	srv := startServer(t, transport.EmbeddedOptions{})
 	u, err := url.Parse(srv.ClientURL())
