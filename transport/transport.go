@@ -247,8 +247,8 @@ func newHub(opts Options, publish publishFunc) (*hub, error) {
 	return &hub{opts: opts, publish: publish, eps: map[string]*endpoint{}}, nil
 }
 
-// add registers a new endpoint for node id of g. The caller starts its
-// delivery and sets its detach hook before anyone can see it close.
+// add registers a new endpoint for node id of g. Memory delivers to it from
+// then on; NATS subscribes and then hands the subscription to attach.
 func (h *hub) add(ctx context.Context, g Group, id gossip.NodeID) (*endpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("transport: open %s: %w", g.Subject(id), err)
@@ -340,7 +340,11 @@ func (e *endpoint) attach(detach func() error) error {
 	return nil
 }
 
+// bufPool holds Send's encoding buffers; buffers grown past maxPooled by
+// a huge payload are left to the garbage collector.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+const maxPooled = 64 << 10
 
 func (e *endpoint) ID() gossip.NodeID               { return e.id }
 func (e *endpoint) Messages() <-chan gossip.Message { return e.ch }
@@ -368,9 +372,11 @@ func (e *endpoint) Send(ctx context.Context, m gossip.Message) error {
 		return fmt.Errorf("transport: %w: message from node %d sent through the endpoint of node %d", gossip.ErrForeignMessage, m.From, e.id)
 	}
 	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
 	raw, err := Encode((*bp)[:0], Header{ConfigHash: e.group.ConfigHash}, m)
-	*bp = raw
+	if cap(raw) <= maxPooled {
+		*bp = raw
+		defer bufPool.Put(bp)
+	}
 	if err != nil {
 		return fmt.Errorf("transport: send from %s: %w", e.subject, err)
 	}
