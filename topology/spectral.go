@@ -281,16 +281,41 @@ func Analyze(g Graph) (Spectral, error) {
 // but the source never hears from anyone. A gap of 0 (a disconnected
 // undirected graph) is an error.
 func PredictedRounds(g Graph, eps float64) (float64, error) {
-	if math.IsNaN(eps) || eps <= 0 || eps >= 1 {
-		return 0, fmt.Errorf("topology: eps %v must be in (0, 1): %w", eps, gossip.ErrInvalidConfig)
+	if err := checkEps(eps); err != nil {
+		return 0, err
 	}
 	s, err := Analyze(g)
 	if err != nil {
 		return 0, err
 	}
-	if !(s.Gap > 0) {
-		return 0, fmt.Errorf("topology: %s on %d nodes has spectral gap %v: averaging does not converge: %w",
-			g.Name(), g.Len(), s.Gap, gossip.ErrInvalidConfig)
+	return s.rounds(g.Name()+" on ", g.Len(), eps)
+}
+
+// Rounds evaluates equation 5.1 with constant 1, (ln n + ln(1/eps)) / Gap,
+// for a graph of n nodes whose spectrum is s; PredictedRounds documents
+// what the number means. eps must be in (0, 1), n ≥ 1 and the gap positive.
+func (s Spectral) Rounds(n int, eps float64) (float64, error) {
+	return s.rounds("", n, eps)
+}
+
+// rounds is Rounds with a graph name (ending in " on ") for its errors.
+func (s Spectral) rounds(what string, n int, eps float64) (float64, error) {
+	if err := checkEps(eps); err != nil {
+		return 0, err
 	}
-	return (math.Log(float64(g.Len())) - math.Log(eps)) / s.Gap, nil
+	if n < 1 {
+		return 0, fmt.Errorf("topology: %s%d nodes: %w", what, n, gossip.ErrInvalidConfig)
+	}
+	if !(s.Gap > 0) {
+		return 0, fmt.Errorf("topology: %s%d nodes: spectral gap %v: averaging does not converge: %w",
+			what, n, s.Gap, gossip.ErrInvalidConfig)
+	}
+	return (math.Log(float64(n)) - math.Log(eps)) / s.Gap, nil
+}
+
+func checkEps(eps float64) error {
+	if math.IsNaN(eps) || eps <= 0 || eps >= 1 {
+		return fmt.Errorf("topology: eps %v must be in (0, 1): %w", eps, gossip.ErrInvalidConfig)
+	}
+	return nil
 }

@@ -410,3 +410,18 @@ func BenchmarkSpectrumHypercube2048(b *testing.B) {
 func BenchmarkSpectrumDirectedHypercube1024(b *testing.B) {
 	benchmarkSpectrum(b, mustParse(b, "dhypercube", 1024))
 }
+
+func TestSpectralRounds(t *testing.T) {
+	s := topology.Spectral{Lambda2: 0.75, Gap: 0.25}
+	r, err := s.Rounds(100, 1e-3)
+	require.NoError(t, err)
+	// ln(100) + ln(1000) = ln(1e5) = 5·ln 10, over 1/4.
+	assert.InEpsilon(t, 20*math.Ln10, r, 1e-14)
+	_, err = s.Rounds(0, 1e-3)
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
+	_, err = s.Rounds(10, 0)
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
+	_, err = topology.Spectral{Lambda2: 1, Gap: 0}.Rounds(10, 0.1)
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
+	assert.Equal(t, "topology: 10 nodes: spectral gap 0: averaging does not converge: gossip: invalid configuration", err.Error())
+}
