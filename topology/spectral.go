@@ -13,8 +13,8 @@ import (
 
 // MaxDenseNodes is the largest graph PushMatrix and Spectrum accept. Both
 // work on a dense N×N matrix: at 8192 nodes that is 512 MiB, and the
-// eigenvalue decomposition (O(N³)) takes minutes. Larger graphs need
-// ClosedForm.
+// eigenvalue decomposition (O(N³)) takes tens of minutes (see Spectrum).
+// Larger graphs need ClosedForm.
 const MaxDenseNodes = 8192
 
 // How a Spectral was obtained.
@@ -93,9 +93,13 @@ func denseSize(g Graph) (int, error) {
 // within 64·N·ε (ε = 2^-52) of 1, the solvers' accuracy, is reported as 1:
 // the graph is disconnected and the gap is 0.
 //
-// On the machine this package was written on (2 shared cores), an
-// undirected graph of 1024 nodes takes about a second, 2048 several seconds
-// and 4096 about a minute; see BenchmarkSpectrum*.
+// The cost is that of a dense O(N³) decomposition in pure Go, dominated by
+// the memory-bound tridiagonal reduction. Measured once on the 2-core shared
+// machine this package was written on (under load from other work), an
+// undirected graph took 1.1 s at 1024 nodes, 15-30 s at 2048 and 2.5 minutes
+// at 4096; expect tens of minutes near MaxDenseNodes. Directed graphs with
+// the triangular structure of the directed hypercube are fast (0.1 s at
+// 1024), since balancing isolates every eigenvalue. See BenchmarkSpectrum*.
 func Spectrum(g Graph) (Spectral, error) {
 	n, err := denseSize(g)
 	if err != nil {
