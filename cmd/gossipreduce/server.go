@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/gossipreduce/gossipreduce/transport"
+)
+
+func init() {
+	register("server", "run the embedded NATS server on a loopback port", runServer)
+}
+
+// runServer starts the embedded NATS server, prints its client URL, and
+// serves until ctx ends (SIGINT or SIGTERM), so that a multi-process run
+// needs nothing else installed.
+func runServer(ctx context.Context, args []string, out *stdio) error {
+	fs := newFlags("server", out)
+	port := fs.Int("port", 4222, "TCP port on 127.0.0.1 (0 picks a free one)")
+	token := fs.String("token", "", "require this token from clients")
+	verbose := fs.Bool("v", false, "log the server's messages to stderr")
+	asJSON := fs.Bool("json", false, `print {"url": …} instead of text`)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *port < 0 || *port > 65535 {
+		return usagef("--port %d outside 0…65535", *port)
+	}
+	opts := transport.EmbeddedOptions{Port: *port, Token: *token}
+	if *verbose {
+		opts.Logger = slog.New(slog.NewTextHandler(out.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	srv, err := transport.StartEmbedded(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown()
+
+	url := srv.ClientURL()
+	if *asJSON {
+		err = json.NewEncoder(out.Stdout).Encode(struct {
+			URL string `json:"url"`
+		}{url})
+	} else {
+		_, err = fmt.Fprintln(out.Stdout, url)
+	}
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	fmt.Fprintf(out.Stderr, "gossipreduce server: NATS on %s until interrupted; watch with: nats sub --server %s '%s.>'\n", url, url, transport.DefaultPrefix)
+	<-ctx.Done()
+	return nil
+}

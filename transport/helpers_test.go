@@ -1,0 +1,76 @@
+package transport_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/transport"
+)
+
+// patience bounds every wait in these tests for something that must happen.
+// It is a guard against hanging, not a performance expectation: on a loaded
+// machine things take longer, and a correct run never comes near it.
+const patience = 20 * time.Second
+
+// recv returns the next message of ep, failing the test if none comes.
+func recv(t testing.TB, ep transport.Endpoint) gossip.Message {
+	t.Helper()
+	select {
+	case m, ok := <-ep.Messages():
+		require.True(t, ok, "messages channel of node %d closed", ep.ID())
+		return m
+	case <-time.After(patience):
+		require.FailNow(t, "no message arrived", "node %d", ep.ID())
+		return gossip.Message{}
+	}
+}
+
+// requireEmpty checks that no message is waiting at ep.
+func requireEmpty(t testing.TB, ep transport.Endpoint) {
+	t.Helper()
+	select {
+	case m := <-ep.Messages():
+		require.FailNow(t, "unexpected message", "node %d got %v", ep.ID(), m)
+	default:
+	}
+}
+
+// eventually polls cond until it holds, failing the test after patience.
+func eventually(t testing.TB, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			require.FailNowf(t, "condition never held", format, args...)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitGoroutines waits until no more goroutines run than base, and fails
+// with every goroutine's stack if that does not happen: whatever the test
+// started must have stopped.
+func waitGoroutines(t testing.TB, base int) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			require.FailNowf(t, "goroutines leaked", "%d running, %d at the start:\n%s", runtime.NumGoroutine(), base, buf)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// testCtx returns a context that ends with the test.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,158 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+)
+
+// MemoryOptions configure a [Memory] transport.
+type MemoryOptions struct {
+	Options
+
+	// Delay, if set, returns how long a message from node from to node to
+	// takes to arrive; zero or negative delivers it during Send. Delayed
+	// messages may overtake each other. Delay is called from Send, possibly
+	// from many goroutines at once.
+	Delay func(from, to gossip.NodeID) time.Duration
+}
+
+// Memory is an in-process [Transport] for tests and single-process
+// experiments. It has the semantics of the NATS transport (messages travel
+// in the wire format, so payload bits survive exactly and malformed or
+// foreign bytes are dropped and counted the same way; loss is injected at
+// Send; full receive buffers drop), plus per-link delays and crashed nodes.
+// It is safe for concurrent use.
+type Memory struct {
+	hub   *hub
+	delay func(from, to gossip.NodeID) time.Duration
+
+	mu      sync.Mutex
+	crashed map[string]bool          // subjects of crashed nodes
+	pending map[*time.Timer]struct{} // delayed deliveries not yet made
+	closed  bool
+}
+
+var _ Transport = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory transport. It fails, wrapping
+// [gossip.ErrInvalidConfig], for invalid options.
+func NewMemory(opts MemoryOptions) (*Memory, error) {
+	t := &Memory{delay: opts.Delay, crashed: map[string]bool{}, pending: map[*time.Timer]struct{}{}}
+	h, err := newHub(opts.Options, t.publish)
+	if err != nil {
+		return nil, err
+	}
+	t.hub = h
+	return t, nil
+}
+
+// Open implements [Transport].
+func (t *Memory) Open(ctx context.Context, g Group, id gossip.NodeID) (Endpoint, error) {
+	e, err := t.hub.add(ctx, g, id)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Stats implements [Transport].
+func (t *Memory) Stats() Stats { return t.hub.total.snapshot() }
+
+// Close implements [Transport]. Messages still delayed are discarded.
+func (t *Memory) Close() error {
+	t.mu.Lock()
+	t.closed = true
+	for tm := range t.pending {
+		tm.Stop()
+	}
+	clear(t.pending)
+	t.mu.Unlock()
+	return t.hub.closeAll()
+}
+
+// Crash makes node id of g fail silently: from now on the messages it sends
+// and the messages addressed to it vanish (counted in Stats.Crashed), as if
+// its process had died. The node need not be open.
+func (t *Memory) Crash(g Group, id gossip.NodeID) { t.setCrashed(g.Subject(id), true) }
+
+// Restore undoes [Memory.Crash]: the node sends and receives again.
+func (t *Memory) Restore(g Group, id gossip.NodeID) { t.setCrashed(g.Subject(id), false) }
+
+func (t *Memory) setCrashed(subject string, crashed bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if crashed {
+		t.crashed[subject] = true
+	} else {
+		delete(t.crashed, subject)
+	}
+}
+
+func (t *Memory) isCrashed(subject string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.crashed[subject]
+}
+
+// Inject delivers raw bytes to whichever endpoint receives on subject, as if
+// some other process had published them, and reports whether one does. Tests
+// use it to check that malformed and foreign messages are dropped and
+// counted.
+func (t *Memory) Inject(subject string, raw []byte) bool {
+	return t.arrive(subject, raw)
+}
+
+func (t *Memory) publish(from *endpoint, to gossip.NodeID, raw []byte) error {
+	if t.isCrashed(from.subject) {
+		from.count(cCrashed)
+		return nil
+	}
+	subject := from.base + to.String()
+	var d time.Duration
+	if t.delay != nil {
+		d = t.delay(from.id, to)
+	}
+	if d <= 0 {
+		t.arrive(subject, raw)
+		return nil
+	}
+	raw = bytes.Clone(raw) // raw is the sender's buffer; the timer outlives Send
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	var tm *time.Timer
+	tm = time.AfterFunc(d, func() {
+		// Close may have stopped the timer too late; whoever removes tm from
+		// pending owns the delivery.
+		t.mu.Lock()
+		_, ok := t.pending[tm]
+		delete(t.pending, tm)
+		t.mu.Unlock()
+		if ok {
+			t.arrive(subject, raw)
+		}
+	})
+	t.pending[tm] = struct{}{}
+	return nil
+}
+
+// arrive hands raw to the endpoint receiving on subject, if any, unless that
+// node is crashed.
+func (t *Memory) arrive(subject string, raw []byte) bool {
+	e := t.hub.lookup(subject)
+	if e == nil {
+		return false
+	}
+	if t.isCrashed(subject) {
+		e.count(cCrashed)
+		return true
+	}
+	e.deliver(raw)
+	return true
+}

@@ -1,0 +1,336 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+)
+
+// ErrAuth reports that a NATS server refused the credentials (token,
+// user and password, nkey, creds file): the error wraps it and the NATS
+// error, so a wrong password reads as such and not as a closed connection.
+var ErrAuth = errors.New("transport: NATS authentication failed")
+
+// Defaults for [NATSOptions].
+const (
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultReconnectWait  = 250 * time.Millisecond
+	DefaultCloseTimeout   = 2 * time.Second
+)
+
+// NATSOptions configure [Connect] and [Server.Connect].
+type NATSOptions struct {
+	Options
+
+	// Name is the connection's name as the server reports it; empty means
+	// "gossipreduce".
+	Name string
+
+	// Token, or User and Password, authenticate to the server.
+	Token          string
+	User, Password string
+
+	// ConnectTimeout bounds each attempt to dial and greet a server (zero
+	// means DefaultConnectTimeout); the context of Connect bounds them all.
+	ConnectTimeout time.Duration
+
+	// ReconnectWait is the pause before a server is tried again after the
+	// connection was lost (zero means DefaultReconnectWait).
+	ReconnectWait time.Duration
+
+	// MaxReconnects is how many reconnection attempts are made after the
+	// connection is lost: zero means no limit (the runtime's own contexts
+	// decide when to give up), a negative number none at all.
+	MaxReconnects int
+
+	// CloseTimeout bounds how long Close waits for the server to confirm
+	// what was sent (zero means DefaultCloseTimeout). It also bounds Open's
+	// confirmation of its subscription when Open's context has no deadline.
+	CloseTimeout time.Duration
+
+	// Extra options are applied last, after everything above: TLS
+	// (nats.RootCAs, nats.ClientCert), nkeys (nats.Nkey), credentials files
+	// (nats.UserCredentials), and anything else nats.go offers.
+	Extra []nats.Option
+}
+
+// NATS is a [Transport] over one NATS connection. Node id of group g
+// receives on the subject g.Subject(id) ("gossipreduce.<group>.<id>") through
+// its own subscription, so one connection serves any number of endpoints and
+// a process receives only its own nodes' traffic. It is safe for concurrent
+// use.
+type NATS struct {
+	hub          *hub
+	nc           *nats.Conn
+	owned        bool // Close closes nc
+	closeTimeout time.Duration
+
+	once     sync.Once
+	closeErr error
+}
+
+var _ Transport = (*NATS)(nil)
+
+// NewNATS returns a transport over a connection the caller owns: Close
+// flushes it but leaves it open.
+func NewNATS(nc *nats.Conn, opts Options) (*NATS, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("transport: %w: nil NATS connection", gossip.ErrInvalidConfig)
+	}
+	return newNATS(nc, false, opts, DefaultCloseTimeout)
+}
+
+func newNATS(nc *nats.Conn, owned bool, opts Options, closeTimeout time.Duration) (*NATS, error) {
+	t := &NATS{nc: nc, owned: owned, closeTimeout: closeTimeout}
+	h, err := newHub(opts, t.publish)
+	if err != nil {
+		return nil, err
+	}
+	t.hub = h
+	return t, nil
+}
+
+// Connect connects to a NATS server, or to a cluster when given several
+// URLs (each may itself be a comma-separated list), and returns a transport
+// that owns the connection. The connection reconnects after failures (see
+// [NATSOptions]). A server refusing the credentials gives an error wrapping
+// [ErrAuth].
+func Connect(ctx context.Context, urls []string, opts NATSOptions) (*NATS, error) {
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("transport: %w: no NATS server URL", gossip.ErrInvalidConfig)
+	}
+	for _, u := range urls {
+		if strings.TrimSpace(u) == "" {
+			return nil, fmt.Errorf("transport: %w: empty NATS server URL", gossip.ErrInvalidConfig)
+		}
+	}
+	return connect(ctx, strings.Join(urls, ","), nil, opts)
+}
+
+// connect dials url, or the in-process server when inProcess is set.
+func connect(ctx context.Context, url string, inProcess nats.InProcessConnProvider, opts NATSOptions) (*NATS, error) {
+	base, err := opts.Options.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("transport: connect to %s: %w", redact(url), err)
+	}
+	log := base.Logger
+	timeout := orDefault(opts.ConnectTimeout, DefaultConnectTimeout)
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = min(timeout, time.Until(dl)); timeout <= 0 {
+			return nil, fmt.Errorf("transport: connect to %s: %w", redact(url), context.DeadlineExceeded)
+		}
+	}
+	maxReconnects := opts.MaxReconnects
+	switch {
+	case maxReconnects == 0:
+		maxReconnects = -1 // nats.go's "forever"
+	case maxReconnects < 0:
+		maxReconnects = 0
+	}
+	name := opts.Name
+	if name == "" {
+		name = "gossipreduce"
+	}
+	nopts := []nats.Option{
+		nats.Name(name),
+		nats.Timeout(timeout),
+		nats.ReconnectWait(orDefault(opts.ReconnectWait, DefaultReconnectWait)),
+		nats.MaxReconnects(maxReconnects),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("transport: NATS connection lost", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("transport: NATS reconnected", "url", nc.ConnectedUrlRedacted())
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			log.Warn("transport: NATS error", "subject", subject, "err", err)
+		}),
+	}
+	dialer := &ctxDialer{ctx: ctx, Dialer: net.Dialer{Timeout: timeout}}
+	if inProcess != nil {
+		nopts = append(nopts, nats.InProcessServer(inProcess))
+	} else {
+		nopts = append(nopts, nats.SetCustomDialer(dialer))
+	}
+	if opts.Token != "" {
+		nopts = append(nopts, nats.Token(opts.Token))
+	}
+	if opts.User != "" || opts.Password != "" {
+		nopts = append(nopts, nats.UserInfo(opts.User, opts.Password))
+	}
+	nopts = append(nopts, opts.Extra...)
+
+	nc, err := nats.Connect(url, nopts...)
+	dialer.detach() // later reconnections outlive ctx
+	if err != nil {
+		where := redact(url)
+		if inProcess != nil {
+			where = "the in-process server"
+		}
+		if isAuthError(err) {
+			return nil, fmt.Errorf("transport: connect to %s: %w: %w", where, ErrAuth, err)
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("transport: connect to %s: %w (%w)", where, cerr, err)
+		}
+		return nil, fmt.Errorf("transport: connect to %s: %w", where, err)
+	}
+	t, err := newNATS(nc, true, base, orDefault(opts.CloseTimeout, DefaultCloseTimeout))
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func isAuthError(err error) bool {
+	for _, target := range []error{nats.ErrAuthorization, nats.ErrAuthExpired, nats.ErrAuthRevoked, nats.ErrAccountAuthExpired} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// redact hides credentials written into URLs ("nats://user:pass@host").
+func redact(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil || u.User == nil {
+			continue
+		}
+		u.User = url.User("REDACTED")
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// ctxDialer dials with Connect's context until detach, so that cancelling it
+// interrupts the first connection, but not later reconnections.
+type ctxDialer struct {
+	net.Dialer
+	mu  sync.Mutex
+	ctx context.Context
+}
+
+func (d *ctxDialer) Dial(network, address string) (net.Conn, error) {
+	d.mu.Lock()
+	ctx := d.ctx
+	d.mu.Unlock()
+	return d.DialContext(ctx, network, address)
+}
+
+func (d *ctxDialer) detach() {
+	d.mu.Lock()
+	d.ctx = context.Background()
+	d.mu.Unlock()
+}
+
+// Conn returns the underlying connection, for monitoring or for publishing
+// other traffic on it.
+func (t *NATS) Conn() *nats.Conn { return t.nc }
+
+// Open implements [Transport]: it subscribes to g.Subject(id) and waits for
+// the server to confirm the subscription (bounded by ctx, or by the close
+// timeout when ctx has no deadline), so that when Open returns, messages
+// other processes publish to the node reach it.
+func (t *NATS) Open(ctx context.Context, g Group, id gossip.NodeID) (Endpoint, error) {
+	e, err := t.hub.add(ctx, g, id)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := t.nc.Subscribe(e.subject, func(msg *nats.Msg) { e.deliver(msg.Data) })
+	if err != nil {
+		t.hub.remove(e)
+		return nil, fmt.Errorf("transport: subscribe %s: %w", e.subject, natsErr(err))
+	}
+	if err := e.attach(func() error { return ignoreClosed(sub.Unsubscribe()) }); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	if err := t.flush(ctx); err != nil {
+		_ = e.Close()
+		return nil, fmt.Errorf("transport: subscribe %s: %w", e.subject, err)
+	}
+	return e, nil
+}
+
+// Stats implements [Transport].
+func (t *NATS) Stats() Stats { return t.hub.total.snapshot() }
+
+// Close implements [Transport]: it closes every endpoint, waits (at most the
+// close timeout) for the server to confirm everything sent so far, and closes
+// the connection if the transport opened it. While the connection is down,
+// Close does not wait, and messages buffered for the reconnection are lost.
+func (t *NATS) Close() error {
+	t.once.Do(func() {
+		errs := []error{t.hub.closeAll()}
+		// Disconnected, there is nothing to wait for: what is buffered for
+		// the reconnection is lost, as gossip tolerates.
+		if t.nc.IsConnected() {
+			if err := t.flush(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+				errs = append(errs, fmt.Errorf("transport: flush on close: %w", err))
+			}
+		}
+		if t.owned {
+			t.nc.Close()
+		}
+		t.closeErr = errors.Join(errs...)
+	})
+	return t.closeErr
+}
+
+func (t *NATS) flush(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.closeTimeout)
+		defer cancel()
+	}
+	return natsErr(t.nc.FlushWithContext(ctx))
+}
+
+func (t *NATS) publish(from *endpoint, to gossip.NodeID, raw []byte) error {
+	return natsErr(t.nc.Publish(from.base+to.String(), raw))
+}
+
+// natsErr adds ErrClosed to nats.go's closed-connection error.
+func natsErr(err error) error {
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}
+
+// ignoreClosed treats unsubscribing on a closed connection as done.
+func ignoreClosed(err error) error {
+	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrBadSubscription) {
+		return nil
+	}
+	return err
+}

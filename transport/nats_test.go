@@ -1,0 +1,282 @@
+package transport_test
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/transport"
+)
+
+// connect connects to urls and closes the transport when the test ends.
+func connect(t *testing.T, urls []string, opts transport.NATSOptions) *transport.NATS {
+	t.Helper()
+	tr, err := transport.Connect(testCtx(t), urls, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tr.Close()) })
+	return tr
+}
+
+// pingPong sends a message each way between a and b and checks it arrives.
+func pingPong(t *testing.T, a, b transport.Endpoint, tag uint64) {
+	t.Helper()
+	ctx := testCtx(t)
+	require.NoError(t, a.Send(ctx, gossip.Message{From: a.ID(), To: b.ID(), Kind: gossip.KindPush, Tag: tag}))
+	require.Equal(t, tag, recv(t, b).Tag)
+	require.NoError(t, b.Send(ctx, gossip.Message{From: b.ID(), To: a.ID(), Kind: gossip.KindPush, Tag: tag + 1}))
+	require.Equal(t, tag+1, recv(t, a).Tag)
+}
+
+// TestAcrossConnections puts two nodes on two connections, as two processes
+// would be: Open's confirmed subscription makes the first message arrive.
+func TestAcrossConnections(t *testing.T) {
+	srv := startServer(t, transport.EmbeddedOptions{})
+	urls := []string{srv.ClientURL()}
+	g := transport.Group{Name: "two", ConfigHash: 1}
+	a, err := connect(t, urls, transport.NATSOptions{}).Open(testCtx(t), g, 0)
+	require.NoError(t, err)
+	b, err := connect(t, urls, transport.NATSOptions{}).Open(testCtx(t), g, 1)
+	require.NoError(t, err)
+	assert.Equal(t, 2, srv.NumClients())
+	pingPong(t, a, b, 10)
+}
+
+// TestSubjects checks the subject contract: any NATS client subscribed to
+// "gossipreduce.>" sees the traffic, one subject per receiving node.
+func TestSubjects(t *testing.T) {
+	srv := startServer(t, transport.EmbeddedOptions{})
+	watcher, err := nats.Connect(srv.ClientURL())
+	require.NoError(t, err)
+	t.Cleanup(watcher.Close)
+	all, err := watcher.SubscribeSync("gossipreduce.>")
+	require.NoError(t, err)
+	custom, err := watcher.SubscribeSync("acme.gr.>")
+	require.NoError(t, err)
+	require.NoError(t, watcher.Flush())
+
+	tr := connect(t, []string{srv.ClientURL()}, transport.NATSOptions{})
+	for _, g := range []transport.Group{{Name: "demo", ConfigHash: 3}, {Prefix: "acme.gr", Name: "demo", ConfigHash: 3}} {
+		eps := openNodes(t, tr, g, 2)
+		m := gossip.Message{From: 0, To: 1, Kind: gossip.KindPush, Epoch: 2, Payload: []float64{4, 1}}
+		require.NoError(t, eps[0].Send(testCtx(t), m))
+		sub := all
+		if g.Prefix != "" {
+			sub = custom
+		}
+		msg, err := sub.NextMsg(patience)
+		require.NoError(t, err)
+		assert.Equal(t, g.Subject(1), msg.Subject)
+		h, got, err := transport.Decode(msg.Data)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(3), h.ConfigHash)
+		requireSameMessage(t, m, got)
+	}
+	assert.Equal(t, "gossipreduce.demo.1", transport.Group{Name: "demo"}.Subject(1))
+}
+
+func TestConnectAuth(t *testing.T) {
+	const token = "s3cret"
+	for _, inProcess := range []bool{false, true} {
+		t.Run("inprocess="+strconv.FormatBool(inProcess), func(t *testing.T) {
+			srv := startServer(t, transport.EmbeddedOptions{Token: token, InProcess: inProcess})
+			ctx := testCtx(t)
+			tr, err := srv.Connect(ctx, transport.NATSOptions{})
+			require.NoError(t, err, "Server.Connect uses the server's token")
+			require.NoError(t, tr.Close())
+
+			_, err = srv.Connect(ctx, transport.NATSOptions{Token: "wrong"})
+			require.ErrorIs(t, err, transport.ErrAuth)
+			require.ErrorIs(t, err, nats.ErrAuthorization)
+			assert.Contains(t, err.Error(), "authentication failed")
+			if inProcess {
+				return
+			}
+			urls := []string{srv.ClientURL()}
+			for _, opts := range []transport.NATSOptions{{}, {Token: "wrong"}, {User: "u", Password: "wrong"}} {
+				_, err = transport.Connect(ctx, urls, opts)
+				require.ErrorIs(t, err, transport.ErrAuth, "%+v", opts)
+				assert.NotContains(t, err.Error(), "wrong", "the error must not echo the credentials")
+			}
+			tr = connect(t, urls, transport.NATSOptions{Token: token})
+			eps := openNodes(t, tr, transport.Group{Name: "auth"}, 2)
+			pingPong(t, eps[0], eps[1], 1)
+		})
+	}
+}
+
+// closedPort returns a loopback URL nobody listens on.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return "nats://" + addr
+}
+
+func TestConnectErrors(t *testing.T) {
+	ctx := testCtx(t)
+	_, err := transport.Connect(ctx, nil, transport.NATSOptions{})
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
+	_, err = transport.Connect(ctx, []string{" "}, transport.NATSOptions{})
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
+	_, err = transport.Connect(ctx, []string{"nats://127.0.0.1:1"}, transport.NATSOptions{Options: transport.Options{Loss: 2}})
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig, "options are checked before connecting")
+
+	down := closedPort(t)
+	u, err := url.Parse(down)
+	require.NoError(t, err)
+	u.User = url.UserPassword("alice", "hunter2")
+	_, err = transport.Connect(ctx, []string{u.String()}, transport.NATSOptions{})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, transport.ErrAuth)
+	assert.Contains(t, err.Error(), "transport: connect to nats://REDACTED@"+u.Host)
+	assert.NotContains(t, err.Error(), "hunter2")
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = transport.Connect(cancelled, []string{down}, transport.NATSOptions{})
+	require.ErrorIs(t, err, context.Canceled)
+
+	_, err = transport.NewNATS(nil, transport.Options{})
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
+}
+
+// TestConnectCluster gives Connect two URLs, the first of them dead: the
+// connection finds the live one.
+func TestConnectCluster(t *testing.T) {
+	srv := startServer(t, transport.EmbeddedOptions{})
+	tr := connect(t, []string{closedPort(t), srv.ClientURL()}, transport.NATSOptions{})
+	assert.Equal(t, srv.ClientURL(), tr.Conn().ConnectedUrl())
+}
+
+func TestBorrowedConn(t *testing.T) {
+	srv := startServer(t, transport.EmbeddedOptions{})
+	nc, err := nats.Connect(srv.ClientURL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	tr, err := transport.NewNATS(nc, transport.Options{})
+	require.NoError(t, err)
+	eps := openNodes(t, tr, transport.Group{Name: "borrowed"}, 2)
+	pingPong(t, eps[0], eps[1], 1)
+	require.NoError(t, tr.Close())
+	assert.True(t, nc.IsConnected(), "Close leaves a borrowed connection open")
+	assert.Equal(t, 0, nc.NumSubscriptions(), "Close removes its subscriptions")
+}
+
+// TestReconnect restarts the server on the same port: the transport
+// reconnects, restores its subscriptions, and messages flow again.
+func TestReconnect(t *testing.T) {
+	first, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{})
+	require.NoError(t, err)
+	u, err := url.Parse(first.ClientURL())
+	require.NoError(t, err)
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
+
+	tr := connect(t, []string{first.ClientURL()}, transport.NATSOptions{ReconnectWait: 20 * time.Millisecond})
+	eps := openNodes(t, tr, transport.Group{Name: "reconnect"}, 2)
+	pingPong(t, eps[0], eps[1], 1)
+
+	first.Shutdown()
+	eventually(t, func() bool { return !tr.Conn().IsConnected() }, "disconnect")
+	startServer(t, transport.EmbeddedOptions{Port: port})
+	eventually(t, tr.Conn().IsConnected, "reconnect")
+	require.NoError(t, tr.Conn().Flush())
+	pingPong(t, eps[0], eps[1], 3)
+}
+
+// TestCloseWhileDisconnected: with the server gone, Close neither waits for
+// a confirmation that cannot come nor reports an error.
+func TestCloseWhileDisconnected(t *testing.T) {
+	srv, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{})
+	require.NoError(t, err)
+	tr, err := transport.Connect(testCtx(t), []string{srv.ClientURL()}, transport.NATSOptions{CloseTimeout: patience})
+	require.NoError(t, err)
+	eps := openNodes(t, tr, transport.Group{Name: "orphan"}, 2)
+	srv.Shutdown()
+	eventually(t, func() bool { return !tr.Conn().IsConnected() }, "disconnect")
+	require.NoError(t, eps[0].Send(testCtx(t), gossip.Message{From: 0, To: 1, Kind: gossip.KindPush}), "buffered for reconnection")
+	done := make(chan error, 1)
+	go func() { done <- tr.Close() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(patience / 2):
+		require.FailNow(t, "Close waited for a server that is gone")
+	}
+}
+
+func TestStartEmbeddedErrors(t *testing.T) {
+	srv := startServer(t, transport.EmbeddedOptions{})
+	u, err := url.Parse(srv.ClientURL())
+	require.NoError(t, err)
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	_, err = transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{Port: port})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "address already in use")
+
+	for _, p := range []int{-1, 65536} {
+		_, err = transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{Port: p})
+		require.ErrorIs(t, err, gossip.ErrInvalidConfig)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = transport.StartEmbedded(cancelled, transport.EmbeddedOptions{})
+	require.ErrorIs(t, err, context.Canceled)
+
+	assert.Empty(t, startServer(t, transport.EmbeddedOptions{InProcess: true}).ClientURL())
+	assert.Regexp(t, `^nats://127\.0\.0\.1:\d+$`, srv.ClientURL())
+}
+
+// TestNoLeakedGoroutines runs a server, several connections and endpoints
+// through their whole life, then checks every goroutine they started ends.
+func TestNoLeakedGoroutines(t *testing.T) {
+	base := runtime.NumGoroutine()
+	for _, inProcess := range []bool{false, true} {
+		srv, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{InProcess: inProcess, Token: "t"})
+		require.NoError(t, err)
+		g := transport.Group{Name: "leak"}
+		var trs []*transport.NATS
+		var eps []transport.Endpoint
+		for c := range 2 {
+			tr, err := srv.Connect(testCtx(t), transport.NATSOptions{})
+			require.NoError(t, err)
+			trs = append(trs, tr)
+			for i := range 4 {
+				ep, err := tr.Open(testCtx(t), g, gossip.NodeID(4*c+i))
+				require.NoError(t, err)
+				eps = append(eps, ep)
+			}
+		}
+		for i := range eps {
+			pingPong(t, eps[i], eps[(i+3)%len(eps)], uint64(10*i))
+		}
+		require.NoError(t, eps[0].Close()) // one endpoint closed on its own
+		for _, tr := range trs {
+			require.NoError(t, tr.Close())
+		}
+		srv.Shutdown()
+	}
+	waitGoroutines(t, base)
+}
+
+// TestTokenToOpenServer: a server without authentication accepts clients
+// that send a token anyway, in process as over TCP (as NATS does).
+func TestTokenToOpenServer(t *testing.T) {
+	for _, inProcess := range []bool{false, true} {
+		srv := startServer(t, transport.EmbeddedOptions{InProcess: inProcess})
+		tr, err := srv.Connect(testCtx(t), transport.NATSOptions{Token: "unneeded"})
+		require.NoError(t, err, "in process: %v", inProcess)
+		require.NoError(t, tr.Close())
+	}
+}

@@ -1,0 +1,461 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+)
+
+// DefaultPrefix is the first subject token when [Group.Prefix] is empty.
+const DefaultPrefix = "gossipreduce"
+
+// DefaultBuffer is the receive buffer of an endpoint, in messages, when
+// [Options.Buffer] is zero.
+const DefaultBuffer = 1024
+
+// ErrClosed reports a Send or Open on a closed endpoint or transport.
+var ErrClosed = errors.New("transport: closed")
+
+// Transport carries gossip messages between the nodes of groups. One
+// Transport may host many endpoints (the run command puts every node of a
+// group in one process over one NATS connection) or just one (the node
+// command). Implementations are safe for concurrent use.
+type Transport interface {
+	// Open starts receiving the messages addressed to node id of group g
+	// and returns the node's endpoint. When Open returns, messages sent to
+	// the node reach it. Opening the same node of the same group twice on
+	// one Transport fails.
+	Open(ctx context.Context, g Group, id gossip.NodeID) (Endpoint, error)
+
+	// Stats sums the counts of every endpoint ever opened on the transport.
+	Stats() Stats
+
+	// Close closes every endpoint and releases the transport's resources
+	// (flushing what was sent, for NATS). It is safe to call more than once.
+	Close() error
+}
+
+// Endpoint is one node's attachment to a transport. It is safe for
+// concurrent use, but the intended user is the single goroutine that drives
+// the node's gossip.Machine: it selects on Messages together with its clock
+// and its context, which a blocking Recv could not do.
+type Endpoint interface {
+	// ID returns the node this endpoint receives for.
+	ID() gossip.NodeID
+
+	// Send delivers m to node m.To of the endpoint's group, best effort:
+	// a nil error means the message was handed to the network or dropped
+	// by injected loss, not that it arrived. m.From must be the endpoint's
+	// node. Send never blocks on the network and does not keep m.Payload.
+	// It fails with ErrClosed after Close, with an error wrapping
+	// ErrMalformed for a message that cannot be encoded, and with a wrapped
+	// NATS error when the connection refuses it (callers may treat that as
+	// a lost message).
+	Send(ctx context.Context, m gossip.Message) error
+
+	// Messages returns the channel the node's messages arrive on. It is
+	// buffered ([Options.Buffer]); when it is full, arriving messages are
+	// dropped and counted in Stats.Overflow rather than blocking the
+	// network (gossip tolerates loss; a stalled receiver must not stall
+	// the connection every other node shares). Only well-formed messages of
+	// the endpoint's group (same wire version and configuration hash)
+	// addressed to its node arrive; Close closes the channel.
+	Messages() <-chan gossip.Message
+
+	// Stats returns this endpoint's counts.
+	Stats() Stats
+
+	// Close stops receiving and closes the Messages channel. It is safe to
+	// call more than once.
+	Close() error
+}
+
+// Stats counts what happened to messages at an endpoint (or, summed, at a
+// transport). Sending and receiving sides count separately: a message sent
+// by one endpoint and received by another is counted once in Sent and once
+// in Received.
+type Stats struct {
+	Sent      uint64 // handed to the network
+	Received  uint64 // delivered to the Messages channel
+	Lost      uint64 // dropped at Send by injected loss ([Options.Loss])
+	Crashed   uint64 // vanished at a crashed node ([Memory.Crash]): sent by it (and counted in Sent) or sent to it
+	Malformed uint64 // arrived but failed to decode
+	Foreign   uint64 // decoded but another wire version, configuration hash or addressee
+	Overflow  uint64 // arrived while the Messages buffer was full
+}
+
+// Dropped is the number of arrived messages that were not delivered:
+// malformed, foreign or overflowing.
+func (s Stats) Dropped() uint64 { return s.Malformed + s.Foreign + s.Overflow }
+
+// Group names a set of nodes that gossip together and fixes their subjects:
+// node i of the group receives on "<Prefix>.<Name>.<i>".
+type Group struct {
+	// Prefix is the first subject token(s); empty means [DefaultPrefix].
+	// It may contain dots ("acme.gossip"), but no empty token, wildcard
+	// ('*', '>') or white space.
+	Prefix string
+	// Name is the group's subject token: one non-empty token without dots,
+	// wildcards or white space.
+	Name string
+	// ConfigHash is carried by every message of the group; messages with
+	// another hash are dropped and counted as foreign.
+	ConfigHash uint64
+}
+
+// Subject returns the subject node id of the group receives on.
+func (g Group) Subject(id gossip.NodeID) string {
+	return g.subjectBase() + id.String()
+}
+
+// Wildcard returns the subject that matches every node of the group, for
+// monitoring ("gossipreduce.<group>.*").
+func (g Group) Wildcard() string { return g.subjectBase() + "*" }
+
+func (g Group) subjectBase() string {
+	p := g.Prefix
+	if p == "" {
+		p = DefaultPrefix
+	}
+	return p + "." + g.Name + "."
+}
+
+// Validate checks that the group's prefix and name make valid subjects. The
+// error wraps [gossip.ErrInvalidConfig].
+func (g Group) Validate() error {
+	if g.Prefix != "" {
+		for tok := range strings.SplitSeq(g.Prefix, ".") {
+			if err := checkToken(tok); err != nil {
+				return fmt.Errorf("transport: %w: subject prefix %q: %v", gossip.ErrInvalidConfig, g.Prefix, err)
+			}
+		}
+	}
+	if err := checkToken(g.Name); err != nil {
+		return fmt.Errorf("transport: %w: group name %q: %v", gossip.ErrInvalidConfig, g.Name, err)
+	}
+	if strings.Contains(g.Name, ".") {
+		return fmt.Errorf("transport: %w: group name %q contains a dot", gossip.ErrInvalidConfig, g.Name)
+	}
+	return nil
+}
+
+func checkToken(tok string) error {
+	if tok == "" {
+		return errors.New("empty subject token")
+	}
+	if i := strings.IndexFunc(tok, func(r rune) bool {
+		return r == '*' || r == '>' || unicode.IsSpace(r) || !unicode.IsPrint(r)
+	}); i >= 0 {
+		return fmt.Errorf("character %q not allowed in a subject token", tok[i:i+1])
+	}
+	return nil
+}
+
+// Options configure either transport.
+type Options struct {
+	// Buffer is the capacity of each endpoint's Messages channel; zero means
+	// [DefaultBuffer].
+	Buffer int
+
+	// Loss is the probability, in [0, 1], that Send drops a message instead
+	// of sending it (counted in Stats.Lost), for fault-injection runs.
+	Loss float64
+
+	// Seed seeds the loss draws. Node id draws from its own PCG(Seed, id)
+	// stream, so the losses of a node are replayed exactly when it sends
+	// the same sequence of messages again.
+	Seed uint64
+
+	// Logger receives debug records of dropped messages and, for NATS,
+	// connection events; nil discards them.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Buffer < 0 {
+		return o, fmt.Errorf("transport: %w: negative buffer %d", gossip.ErrInvalidConfig, o.Buffer)
+	}
+	if o.Buffer == 0 {
+		o.Buffer = DefaultBuffer
+	}
+	if !(o.Loss >= 0 && o.Loss <= 1) { // also rejects NaN
+		return o, fmt.Errorf("transport: %w: loss probability %v outside [0, 1]", gossip.ErrInvalidConfig, o.Loss)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// Counter indices into a counters array.
+const (
+	cSent = iota
+	cReceived
+	cLost
+	cCrashed
+	cMalformed
+	cForeign
+	cOverflow
+	numCounters
+)
+
+type counters [numCounters]atomic.Uint64
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Sent:      c[cSent].Load(),
+		Received:  c[cReceived].Load(),
+		Lost:      c[cLost].Load(),
+		Crashed:   c[cCrashed].Load(),
+		Malformed: c[cMalformed].Load(),
+		Foreign:   c[cForeign].Load(),
+		Overflow:  c[cOverflow].Load(),
+	}
+}
+
+// publishFunc hands one message, encoded by endpoint from and addressed to
+// node to of from's group, to the network. It must not keep raw after it
+// returns.
+type publishFunc func(from *endpoint, to gossip.NodeID, raw []byte) error
+
+// hub is the part both transports share: the open endpoints by subject, the
+// transport's total counts and its options.
+type hub struct {
+	opts    Options
+	publish publishFunc
+	total   counters
+
+	mu     sync.Mutex
+	eps    map[string]*endpoint
+	closed bool
+}
+
+func newHub(opts Options, publish publishFunc) (*hub, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &hub{opts: opts, publish: publish, eps: map[string]*endpoint{}}, nil
+}
+
+// add registers a new endpoint for node id of g. Memory delivers to it from
+// then on; NATS subscribes and then hands the subscription to attach.
+func (h *hub) add(ctx context.Context, g Group, id gossip.NodeID) (*endpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("transport: open %s: %w", g.Subject(id), err)
+	}
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	e := &endpoint{
+		hub:     h,
+		group:   g,
+		id:      id,
+		base:    g.subjectBase(),
+		subject: g.Subject(id),
+		rng:     rand.New(rand.NewPCG(h.opts.Seed, uint64(id))),
+		ch:      make(chan gossip.Message, h.opts.Buffer),
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, fmt.Errorf("transport: open %s: %w", e.subject, ErrClosed)
+	}
+	if _, dup := h.eps[e.subject]; dup {
+		return nil, fmt.Errorf("transport: %w: node %d of group %q is already open on this transport", gossip.ErrInvalidConfig, id, g.Name)
+	}
+	h.eps[e.subject] = e
+	return e, nil
+}
+
+// lookup returns the open endpoint for subject, or nil.
+func (h *hub) lookup(subject string) *endpoint {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.eps[subject]
+}
+
+func (h *hub) remove(e *endpoint) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.eps[e.subject] == e {
+		delete(h.eps, e.subject)
+	}
+}
+
+// closeAll marks the hub closed and closes every endpoint.
+func (h *hub) closeAll() error {
+	h.mu.Lock()
+	h.closed = true
+	eps := make([]*endpoint, 0, len(h.eps))
+	for _, e := range h.eps {
+		eps = append(eps, e)
+	}
+	h.mu.Unlock()
+	var errs []error
+	for _, e := range eps {
+		errs = append(errs, e.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// endpoint implements Endpoint for both transports; they differ only in
+// how a message is published (hub.publish) and how arriving bytes reach
+// deliver.
+type endpoint struct {
+	hub           *hub
+	group         Group
+	id            gossip.NodeID
+	base, subject string
+	own           counters
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	mu     sync.Mutex // guards closed, detach, and sends on ch against close(ch)
+	closed bool
+	ch     chan gossip.Message
+	detach func() error // stops the arrival of messages; set by the transport
+}
+
+// attach sets the hook that stops the arrival of messages. It fails with
+// ErrClosed, without setting it, when the endpoint was closed meanwhile (the
+// transport closing under a concurrent Open).
+func (e *endpoint) attach(detach func() error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return fmt.Errorf("transport: open %s: %w", e.subject, ErrClosed)
+	}
+	e.detach = detach
+	return nil
+}
+
+// bufPool holds Send's encoding buffers; buffers grown past maxPooled by
+// a huge payload are left to the garbage collector.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+const maxPooled = 64 << 10
+
+func (e *endpoint) ID() gossip.NodeID               { return e.id }
+func (e *endpoint) Messages() <-chan gossip.Message { return e.ch }
+func (e *endpoint) Stats() Stats                    { return e.own.snapshot() }
+
+func (e *endpoint) count(i int) {
+	e.own[i].Add(1)
+	e.hub.total[i].Add(1)
+}
+
+func (e *endpoint) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+func (e *endpoint) Send(ctx context.Context, m gossip.Message) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("transport: send from %s: %w", e.subject, err)
+	}
+	if e.isClosed() {
+		return fmt.Errorf("transport: send from %s: %w", e.subject, ErrClosed)
+	}
+	if m.From != e.id {
+		return fmt.Errorf("transport: %w: message from node %d sent through the endpoint of node %d", gossip.ErrForeignMessage, m.From, e.id)
+	}
+	bp := bufPool.Get().(*[]byte)
+	raw, err := Encode((*bp)[:0], Header{ConfigHash: e.group.ConfigHash}, m)
+	if cap(raw) <= maxPooled {
+		*bp = raw
+		defer bufPool.Put(bp)
+	}
+	if err != nil {
+		return fmt.Errorf("transport: send from %s: %w", e.subject, err)
+	}
+	if e.lose() {
+		e.count(cLost)
+		return nil
+	}
+	if err := e.hub.publish(e, m.To, raw); err != nil {
+		return fmt.Errorf("transport: send to %s%d: %w", e.base, m.To, err)
+	}
+	e.count(cSent)
+	return nil
+}
+
+// lose draws whether injected loss drops the next message.
+func (e *endpoint) lose() bool {
+	p := e.hub.opts.Loss
+	if p == 0 {
+		return false
+	}
+	e.rngMu.Lock()
+	defer e.rngMu.Unlock()
+	return e.rng.Float64() < p
+}
+
+// deliver decodes arriving bytes and queues the message, dropping and
+// counting anything malformed, foreign or overflowing. It never blocks.
+func (e *endpoint) deliver(raw []byte) {
+	h, m, err := Decode(raw)
+	switch {
+	case errors.Is(err, ErrVersion):
+		e.drop(cForeign, err.Error())
+		return
+	case err != nil:
+		e.drop(cMalformed, err.Error())
+		return
+	case h.ConfigHash != e.group.ConfigHash:
+		e.drop(cForeign, "configuration hash "+strconv.FormatUint(h.ConfigHash, 16)+" is not the group's")
+		return
+	case m.To != e.id:
+		e.drop(cForeign, "addressed to node "+m.To.String())
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	// Every send on ch happens here, under mu, so a free slot stays free
+	// until the send below; counting first means a receiver that has the
+	// message also sees it counted.
+	if len(e.ch) == cap(e.ch) {
+		e.count(cOverflow)
+		return
+	}
+	e.count(cReceived)
+	e.ch <- m
+}
+
+func (e *endpoint) drop(i int, why string) {
+	e.count(i)
+	e.hub.opts.Logger.Debug("transport: dropped message", "subject", e.subject, "reason", why)
+}
+
+func (e *endpoint) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	close(e.ch)
+	detach := e.detach
+	e.mu.Unlock()
+	e.hub.remove(e)
+	if detach != nil {
+		if err := detach(); err != nil {
+			return fmt.Errorf("transport: close %s: %w", e.subject, err)
+		}
+	}
+	return nil
+}

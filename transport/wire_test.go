@@ -1,0 +1,267 @@
+package transport_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/transport"
+)
+
+// kinds lists every valid kind, read off gossip.Kind.Valid.
+func kinds() []gossip.Kind {
+	var ks []gossip.Kind
+	for k := range gossip.Kind(255) {
+		if k.Valid() {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// randomMessage draws a message whose fields span their whole ranges and
+// whose payload words are arbitrary bit patterns (NaNs with payloads,
+// infinities, subnormals, negative zero all occur).
+func randomMessage(rng *rand.Rand) (transport.Header, gossip.Message) {
+	ks := kinds()
+	wide := func() uint64 { return rng.Uint64() >> rng.UintN(64) } // every varint length
+	m := gossip.Message{
+		From:  gossip.NodeID(wide()),
+		To:    gossip.NodeID(wide()),
+		Kind:  ks[rng.IntN(len(ks))],
+		Epoch: wide(),
+		Tag:   wide(),
+	}
+	if n := rng.IntN(20); n > 0 {
+		m.Payload = make([]float64, n)
+		for i := range m.Payload {
+			m.Payload[i] = math.Float64frombits(rng.Uint64())
+		}
+	}
+	return transport.Header{ConfigHash: rng.Uint64()}, m
+}
+
+// requireSameMessage compares messages bit for bit (NaN != NaN for ==).
+func requireSameMessage(t testing.TB, want, got gossip.Message, msgAndArgs ...any) {
+	t.Helper()
+	wantBits, gotBits := payloadBits(want.Payload), payloadBits(got.Payload)
+	want.Payload, got.Payload = nil, nil
+	require.Equal(t, want, got, msgAndArgs...)
+	require.Equal(t, wantBits, gotBits, msgAndArgs...)
+}
+
+func payloadBits(p []float64) []uint64 {
+	if len(p) == 0 {
+		return nil
+	}
+	b := make([]uint64, len(p))
+	for i, f := range p {
+		b[i] = math.Float64bits(f)
+	}
+	return b
+}
+
+func TestWireRoundTrip(t *testing.T) {
+	const seed = 20240605
+	rng := rand.New(rand.NewPCG(seed, 1))
+	n := 5000
+	if testing.Short() {
+		n = 500
+	}
+	for i := range n {
+		h, m := randomMessage(rng)
+		b, err := transport.Encode(nil, h, m)
+		require.NoError(t, err)
+		require.Len(t, b, transport.EncodedLen(m), "seed %d, message %d", seed, i)
+		h2, m2, err := transport.Decode(b)
+		require.NoError(t, err, "seed %d, message %d: %v", seed, i, m)
+		require.Equal(t, h, h2)
+		requireSameMessage(t, m, m2, "seed %d, message %d", seed, i)
+	}
+}
+
+func TestEncodeAppends(t *testing.T) {
+	m := gossip.Message{From: 1, To: 2, Kind: gossip.KindPush, Payload: []float64{1, 2}}
+	prefix := []byte("xyz")
+	b, err := transport.Encode(prefix, transport.Header{ConfigHash: 9}, m)
+	require.NoError(t, err)
+	require.Equal(t, "xyz", string(b[:3]))
+	_, got, err := transport.Decode(b[3:])
+	require.NoError(t, err)
+	requireSameMessage(t, m, got)
+}
+
+// TestWireLayout pins the byte layout documented in wire.go, byte by byte,
+// so that a change to the format cannot go unnoticed (other processes, and
+// other versions of this program, must read it).
+func TestWireLayout(t *testing.T) {
+	m := gossip.Message{From: 3, To: 300, Kind: gossip.KindFlow, Epoch: 1, Tag: 0, Payload: []float64{1, math.Copysign(0, -1)}}
+	b, err := transport.Encode(nil, transport.Header{ConfigHash: 0x0102030405060708}, m)
+	require.NoError(t, err)
+	want := []byte{
+		0x9E, 1, 0, // magic, version, flags
+		8, 7, 6, 5, 4, 3, 2, 1, // config hash, little endian
+		byte(gossip.KindFlow),
+		3,          // from
+		0xAC, 0x02, // to = 300 = 0b10_0101100: low 7 bits with continuation, then 2
+		1,                            // epoch
+		0,                            // tag
+		2,                            // payload length
+		0, 0, 0, 0, 0, 0, 0xF0, 0x3F, // 1.0 = 0x3FF0000000000000
+		0, 0, 0, 0, 0, 0, 0, 0x80, // -0.0 = 0x8000000000000000
+	}
+	require.Equal(t, want, b)
+	// Push-Sum with one component (payload x, w) is 33 bytes, as documented:
+	// 12 fixed, five one-byte varints, two words.
+	b, err = transport.Encode(nil, transport.Header{}, gossip.Message{Kind: gossip.KindPush, Payload: []float64{1, 1}})
+	require.NoError(t, err)
+	assert.Len(t, b, 12+5+2*8)
+}
+
+func TestEncodeRejects(t *testing.T) {
+	for _, k := range []gossip.Kind{gossip.KindInvalid, 200} {
+		_, err := transport.Encode(nil, transport.Header{}, gossip.Message{Kind: k})
+		require.ErrorIs(t, err, transport.ErrMalformed, "kind %d", k)
+	}
+	_, err := transport.Encode(nil, transport.Header{}, gossip.Message{Kind: gossip.KindPush, Payload: make([]float64, transport.MaxPayload+1)})
+	require.ErrorIs(t, err, transport.ErrMalformed)
+	require.ErrorIs(t, err, gossip.ErrLength)
+	_, err = transport.Encode(nil, transport.Header{}, gossip.Message{Kind: gossip.KindPush, Payload: make([]float64, transport.MaxPayload)})
+	require.NoError(t, err, "MaxPayload words are allowed")
+}
+
+// valid returns the encoding of a small message, with n payload words.
+func valid(t testing.TB, n int) []byte {
+	m := gossip.Message{From: 5, To: 6, Kind: gossip.KindCheckedFlow, Epoch: 7, Tag: 8, Payload: make([]float64, n)}
+	for i := range m.Payload {
+		m.Payload[i] = float64(i) + 0.5
+	}
+	b, err := transport.Encode(nil, transport.Header{ConfigHash: 42}, m)
+	require.NoError(t, err)
+	return b
+}
+
+// withVarints builds a message with the fixed header of valid(0) followed by
+// the given raw varint bytes and payload bytes.
+func withVarints(tail ...byte) []byte {
+	b := []byte{0x9E, 1, 0, 42, 0, 0, 0, 0, 0, 0, 0, byte(gossip.KindPush)}
+	return append(b, tail...)
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good := valid(t, 2)
+	flip := func(i int, v byte) []byte { b := append([]byte(nil), good...); b[i] = v; return b }
+	cases := []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"empty", nil, transport.ErrMalformed},
+		{"text", []byte("hello"), transport.ErrMalformed},
+		{"json", []byte(`{"from":1}`), transport.ErrMalformed},
+		{"magic only", []byte{0x9E}, transport.ErrMalformed},
+		{"version 0", flip(1, 0), transport.ErrVersion},
+		{"version 2", flip(1, 2), transport.ErrVersion},
+		{"flags", flip(2, 1), transport.ErrMalformed},
+		{"kind 0", flip(11, 0), transport.ErrMalformed},
+		{"kind unknown", flip(11, 99), transport.ErrMalformed},
+		{"trailing byte", append(append([]byte(nil), good...), 0), transport.ErrMalformed},
+		{"from not shortest", withVarints(0x81, 0x00, 1, 0, 0, 0), transport.ErrMalformed},
+		{"to beyond uint32", withVarints(1, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0), transport.ErrMalformed},
+		{"epoch overflows", withVarints(1, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0, 0), transport.ErrMalformed},
+		{"length beyond max", withVarints(1, 1, 0, 0, 0x81, 0x80, 0x04), transport.ErrMalformed},
+		{"length beyond bytes", withVarints(1, 1, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0), transport.ErrMalformed},
+		{"length below bytes", withVarints(1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), transport.ErrMalformed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := transport.Decode(c.b)
+			require.ErrorIs(t, err, c.want)
+		})
+	}
+	// Every strict prefix of a valid message is malformed (or, for the
+	// one-byte prefix, has no version yet).
+	for i := range len(good) {
+		_, _, err := transport.Decode(good[:i])
+		require.ErrorIs(t, err, transport.ErrMalformed, "prefix of %d bytes", i)
+	}
+}
+
+// TestDecodeHostileLength checks that a message announcing the largest
+// payload but carrying none is rejected before the payload is allocated.
+func TestDecodeHostileLength(t *testing.T) {
+	b := binary.AppendUvarint(withVarints(1, 1, 0, 0), transport.MaxPayload)
+	const calls = 100
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range calls {
+		_, _, err := transport.Decode(b)
+		require.ErrorIs(t, err, transport.ErrMalformed)
+	}
+	runtime.ReadMemStats(&after)
+	// One honoured allocation would be 8·MaxPayload = 512 KiB; the error
+	// values take a few hundred bytes per call.
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(calls*4096))
+}
+
+// TestBitFlipsSurvive flips every bit of the payload on the wire, as an
+// in-flight SDC experiment does, and checks the receiver sees exactly that
+// flip: the format neither normalises NaNs nor rejects odd bit patterns.
+func TestBitFlipsSurvive(t *testing.T) {
+	good := valid(t, 3)
+	_, orig, err := transport.Decode(good)
+	require.NoError(t, err)
+	start := len(good) - 8*len(orig.Payload)
+	for i := start; i < len(good); i++ {
+		for bit := range 8 {
+			b := append([]byte(nil), good...)
+			b[i] ^= 1 << bit
+			_, m, err := transport.Decode(b)
+			require.NoError(t, err)
+			word := (i - start) / 8
+			flipped := 8*((i-start)%8) + bit
+			for j, f := range m.Payload {
+				want := math.Float64bits(orig.Payload[j])
+				if j == word {
+					want ^= 1 << flipped
+				}
+				require.Equal(t, want, math.Float64bits(f), "byte %d bit %d, word %d", i, bit, j)
+			}
+		}
+	}
+}
+
+// FuzzDecode checks that Decode never panics, fails only with its own
+// sentinels, and accepts only canonical encodings: whatever decodes
+// re-encodes to exactly the same bytes.
+func FuzzDecode(f *testing.F) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 16 {
+		h, m := randomMessage(rng)
+		b, err := transport.Encode(nil, h, m)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Add(valid(f, 0))
+	f.Add([]byte{})
+	f.Add([]byte{0x9E, 1})
+	f.Add(binary.AppendUvarint(withVarints(1, 1, 0, 0), transport.MaxPayload))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, m, err := transport.Decode(b)
+		if err != nil {
+			require.True(t, errors.Is(err, transport.ErrMalformed) || errors.Is(err, transport.ErrVersion), "unexpected error %v", err)
+			return
+		}
+		require.LessOrEqual(t, len(m.Payload), transport.MaxPayload)
+		again, err := transport.Encode(nil, h, m)
+		require.NoError(t, err)
+		require.Equal(t, b, again)
+	})
+}
