@@ -155,9 +155,12 @@ feed:
 
 // Stats condenses the runs of one point.
 type Stats struct {
-	Runs          int     `json:"runs"`
-	ConvergedRuns int     `json:"converged_runs"`
-	MaxRelError   float64 `json:"max_rel_error"`
+	Runs          int `json:"runs"`
+	ConvergedRuns int `json:"converged_runs"`
+	// MaxRelError is the largest final error over the runs. Infinite and
+	// NaN errors (a run whose estimates blew up) are reported as
+	// math.MaxFloat64, since JSON has no infinity.
+	MaxRelError float64 `json:"max_rel_error"`
 	// MeanMsgs is the mean over runs of the mean messages sent per node;
 	// MaxMsgs the mean over runs of the maximum over nodes (the thesis's
 	// cost metric).
@@ -181,6 +184,9 @@ func summarize(os []outcome) Stats {
 		}
 		s.MeanMsgs += r.MeanMsgs
 		s.MaxMsgs += float64(r.MaxMsgs)
+	}
+	if !(s.MaxRelError <= math.MaxFloat64) {
+		s.MaxRelError = math.MaxFloat64
 	}
 	if s.Runs > 0 {
 		s.MeanMsgs /= float64(s.Runs)

@@ -20,7 +20,7 @@ const ErrorCap = 1e20
 const errorFloor = 1e-17
 
 func save(p *plot.Plot, path string) error {
-	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
+	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
 		return fmt.Errorf("campaign: plot %s: %w", path, err)
 	}
 	return nil
@@ -69,9 +69,10 @@ func PlotErrors(points []Point, eps float64, title, path string) error {
 	p.X.Label.Text = "flipped bit (0-51 mantissa, 52-62 exponent, 63 sign)"
 	p.Y.Label.Text = "max relative error"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = decades{}
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Legend.ThumbnailWidth = vg.Points(20)
 	key := func(q Point) string { return q.Algo + " " + q.Target }
 	order, lines := series(points, key)
 	for _, q := range points {
@@ -90,8 +91,24 @@ func PlotErrors(points []Point, eps float64, title, path string) error {
 	p.Add(epsLine)
 	p.Legend.Add(fmt.Sprintf("eps %g", eps), epsLine)
 	p.X.Min, p.X.Max = 0, 63
-	p.Y.Min, p.Y.Max = errorFloor, ErrorCap*10
+	p.Y.Min, p.Y.Max = errorFloor, 1e40
 	return save(p, path)
+}
+
+// decades marks every third power of ten, labelled "1e-14".
+type decades struct{}
+
+// Ticks implements plot.Ticker.
+func (decades) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := int(math.Floor(math.Log10(lo))); e <= int(math.Ceil(math.Log10(hi))); e++ {
+		t := plot.Tick{Value: math.Pow10(e)}
+		if e%3 == 0 {
+			t.Label = fmt.Sprintf("1e%d", e)
+		}
+		ts = append(ts, t)
+	}
+	return ts
 }
 
 // PlotOverhead draws the mean messages per node relative to the baseline's

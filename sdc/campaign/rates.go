@@ -3,6 +3,7 @@ package campaign
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/sdc"
@@ -57,7 +58,7 @@ func (c *Rates) Run(ctx context.Context) ([]RateRun, error) {
 	for i, o := range outs {
 		runs[i] = RateRun{
 			Algo: jobs[i].cfg.Algorithm, Seed: o.res.Seed, Flips: len(o.flips), Converged: o.res.Converged,
-			MaxRelError: o.res.MaxRelError, MaxMsgs: o.res.MaxMsgs, MeanMsgs: o.res.MeanMsgs,
+			MaxRelError: finite(o.res.MaxRelError), MaxMsgs: o.res.MaxMsgs, MeanMsgs: o.res.MeanMsgs,
 		}
 	}
 	return runs, nil
@@ -120,4 +121,12 @@ func (c *Loss) Run(ctx context.Context) ([]LossPoint, error) {
 		points[i].Overhead = points[i].MaxMsgs/ref - 1
 	}
 	return points, nil
+}
+
+// finite reports non-finite errors as math.MaxFloat64, for JSON.
+func finite(e float64) float64 {
+	if !(e <= math.MaxFloat64) {
+		return math.MaxFloat64
+	}
+	return e
 }
