@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/pfcc"
+	"github.com/gossipreduce/gossipreduce/pflc"
+	"github.com/gossipreduce/gossipreduce/pushflow"
 	"github.com/gossipreduce/gossipreduce/pushsum"
 	"github.com/gossipreduce/gossipreduce/rdb"
 )
@@ -36,6 +39,18 @@ var specs = []Spec{
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushsum.NewIterative(c) }},
 	{Name: "rdb", Summary: "recursive doubling, any N (thesis Algorithm 1, MPICH fold)", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return rdb.New(c) }},
+	{Name: "pf", Summary: "Push-Flow with acknowledged flows (thesis Algorithm 3, concurrent messages fixed)",
+		New: func(c gossip.Config) (gossip.Machine, error) { return pushflow.New(c) }},
+	{Name: "pf-published", Summary: "Push-Flow exactly as Algorithm 3 (concurrent messages break conservation)",
+		New: func(c gossip.Config) (gossip.Machine, error) { return pushflow.NewPublished(c) }},
+	{Name: "pcf", Summary: "Push-Cancel-Flow, no consecutive messages to a neighbour (thesis Algorithm 4, fixed)",
+		New: func(c gossip.Config) (gossip.Machine, error) { return pushflow.NewPCF(c) }},
+	{Name: "pcf-published", Summary: "Push-Cancel-Flow exactly as Algorithm 4 (stalls on consecutive messages)",
+		New: func(c gossip.Config) (gossip.Machine, error) { return pushflow.NewPCFPublished(c) }},
+	{Name: "pflc", Summary: "Push-Flow with local correction (thesis Algorithm 5, checksums)",
+		New: func(c gossip.Config) (gossip.Machine, error) { return pflc.New(c) }},
+	{Name: "pfcc", Summary: "Push-Flow with cooperative correction (thesis Algorithm 6, checksums)",
+		New: func(c gossip.Config) (gossip.Machine, error) { return pfcc.New(c) }},
 }
 
 // Lookup returns the algorithm called name, or an error wrapping

@@ -97,6 +97,11 @@ type Config struct {
 	// Injector, if set, sees every message and every machine after each
 	// step, to inject silent data corruption.
 	Injector gossip.Injector
+	// NewInjector, if set, builds a fresh injector for each run, for
+	// injectors that keep per-run state (a single flip fires once per run)
+	// and so cannot be shared by the parallel runs of RunMany. Set Injector
+	// or NewInjector, not both.
+	NewInjector func() gossip.Injector
 	// TraceEvery samples the maximum relative error every this many time
 	// units into Result.Trace; zero records no trace.
 	TraceEvery float64
@@ -238,6 +243,12 @@ func newRun(cfg Config) (*runState, error) {
 	}
 	if spec.Ticked && cfg.TickEvery == 0 {
 		cfg.TickEvery = 2*cfg.L + 2*cfg.O
+	}
+	if cfg.NewInjector != nil {
+		if cfg.Injector != nil {
+			return nil, fmt.Errorf("sim: %w: both Injector and NewInjector set", gossip.ErrInvalidConfig)
+		}
+		cfg.Injector = cfg.NewInjector()
 	}
 	if cfg.Components == 0 {
 		cfg.Components = 1

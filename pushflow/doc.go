@@ -1,0 +1,72 @@
+// Package pushflow implements the flow-based gossip algorithms of the thesis
+// (chapters 2.2.2 to 3): Push-Flow (Algorithm 3), Push-Cancel-Flow
+// (Algorithm 4, as published and fixed) and the engine behind Push-Flow with
+// local correction (Algorithm 5, package pflc) and with cooperative
+// correction (Algorithm 6, package pfcc). All are pure gossip machines in the
+// asynchronous style of the simulator: a Step applies the received flow and
+// sends once to a random neighbour, a Tick sends once.
+//
+// # Flows
+//
+// Node i keeps its input (x_i, w_i) unchanged and, for every neighbour j, a
+// flow f_ij: the mass it has pushed to j minus the mass j has pushed to it,
+// with the sign of an outflow. Its estimate is e_i = (x_i, w_i) + Σ_j f_ij
+// and y_i = e_i(x)/e_i(w). To gossip, i picks a neighbour j, subtracts e_i/2
+// from f_ij and sends f_ij; j answers by setting f_ji = -f_ij. Flow
+// conservation (f_ij = -f_ji on every edge) implies mass conservation, and
+// every successful message restores it on its edge, which is why flows
+// recover from lost messages and from corrupted flow variables.
+//
+// # Concurrent messages (thesis 2.2.2)
+//
+// When i and j send to each other at the same time, each overwrites the
+// other's latest push: f_ij + f_ji = (e_i + e_j)/2 until a later message on
+// the edge repairs it, and meanwhile every estimate drifts towards a wrong
+// aggregate. The thesis measured the cost (table 2.1) but left the fix open.
+// [New] (and pflc, pfcc) fix it with acknowledged flows: every flow message
+// carries in its Tag a sequence number (its high 32 bits) and the sequence
+// number of the last message received from the peer (the low 32 bits). A
+// node remembers the pushes to j that j has not acknowledged yet, and when a
+// flow from j arrives that was sent before j saw them, it sets
+//
+//	f_ij = -f_ji - Σ(pushes to j with sequence number > the acknowledgement)
+//
+// instead of -f_ji. Then neither push is lost, and conservation holds after
+// every delivery, in any order: a message older than one already received
+// from the same peer is recognised by its sequence number and dropped (flows
+// are cumulative, so the newer one already says everything). No send is held
+// back, so message counts are not inflated. [NewPublished] is Push-Flow
+// exactly as Algorithm 3 (Tag 0, always overwrite), kept for comparison.
+//
+// The list of unacknowledged pushes is state the injectors of package sdc do
+// not see through Words: a flip there acts, once merged, like a flip in the
+// flow it is merged into.
+//
+// # Checksums (PFLC, PFCC)
+//
+// The checked variants carry a third component, the checksum c = Σ_k x_k + w
+// (one per input, flow and message, whatever the number k of value
+// components). A triple v is consistent when
+//
+//	|Σ_k v_x[k] + v_w - v_c| ≤ τ · (‖v‖₁ + R)
+//
+// where R = ‖e_i‖₁ is the magnitude of the node's last verified estimate:
+// the threshold is relative, so it does not depend on the range of the data,
+// and the reference R keeps a flow that is near zero after cancellation from
+// failing on rounding errors inherited from larger values. The test is
+// written so that NaN and infinities always fail. The input's checksum is
+// recomputed in the order it was formed, so the input test is exact: any
+// flip that changes the rounded sum is caught. See packages pflc and pfcc for
+// the default τ.
+//
+// # Push-Cancel-Flow
+//
+// [NewPCFPublished] is Algorithm 4 as published: consecutive messages from
+// one node to another can leave the two ends with handshake states (c, r)
+// that reject each other's messages for good (thesis figure 2.5), and mass
+// leaks away. [NewPCF] applies the thesis's fix ("avoiding consecutive
+// messages"): a node does not send to a neighbour again before it has heard
+// from it; a send that would go to such a neighbour goes to another,
+// uniformly among those it may send to, and when there is none the send is
+// held back until a message arrives (counted in Counters.HeldBack).
+package pushflow

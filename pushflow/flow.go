@@ -1,0 +1,482 @@
+package pushflow
+
+import (
+	"fmt"
+	"iter"
+	"math"
+	"math/rand/v2"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+)
+
+// Correction selects how a checked flow machine reacts to a failed checksum.
+type Correction uint8
+
+const (
+	// Local is PFLC (Algorithm 5): a corrupted local flow is set to zero and
+	// a corrupted received flow is dropped.
+	Local Correction = iota + 1
+	// Cooperative is PFCC (Algorithm 6): a corrupted local flow is sent to
+	// its neighbour, whose answer overwrites it; a corrupted received flow is
+	// answered with the local one, which is zeroed first only if it is
+	// corrupted too.
+	Cooperative
+)
+
+// String returns "local" or "cooperative".
+func (c Correction) String() string {
+	switch c {
+	case Local:
+		return "local"
+	case Cooperative:
+		return "cooperative"
+	}
+	return fmt.Sprintf("Correction(%d)", uint8(c))
+}
+
+// Counters report what a flow machine did besides gossiping, for tests and
+// experiments.
+type Counters struct {
+	// Stale counts received flows dropped because a newer one from the same
+	// peer had arrived already.
+	Stale int
+	// Merged counts received flows sent before the peer saw all of this
+	// node's pushes (concurrent or lost messages), merged with them.
+	Merged int
+	// Rejected counts received flows whose checksum failed.
+	Rejected int
+	// Zeroed counts local flows reset to zero after a failed checksum.
+	Zeroed int
+	// Requests counts flows sent to a neighbour to have it repair them
+	// (PFCC, Algorithm 6 line 6), Replies the answers to corrupted flows
+	// received (line 16). Both are extra messages.
+	Requests, Replies int
+	// InputRepairs counts repairs of the input (x, w, c) from the last
+	// verified estimate (thesis 3.3); InputLost counts corrupted inputs that
+	// could not be repaired because the estimate was not verified.
+	InputRepairs, InputLost int
+	// HeldBack counts pushes not made: by Push-Cancel-Flow because every
+	// neighbour it could send to had not answered its last message yet, by
+	// PFCC while it waited for the repair of a corrupted flow.
+	HeldBack int
+}
+
+// Machine is one node of Push-Flow, PFLC or PFCC. Build it with New,
+// NewPublished, or through packages pflc and pfcc. Not safe for concurrent
+// use.
+type Machine struct {
+	id      gossip.NodeID
+	epoch   uint64
+	rng     *rand.Rand
+	k       int // value components
+	width   int // words per flow: k+1, or k+2 with a checksum
+	kind    gossip.Kind
+	pkg     string
+	tagged  bool       // acknowledged flows (the concurrency fix)
+	corr    Correction // 0: no checksum
+	tau     float64
+	input   []float64
+	nbr     []gossip.NodeID
+	index   map[gossip.NodeID]int32
+	flows   []float64 // len(nbr)*width
+	gone    []bool    // excluded
+	live    int
+	sent    []uint32 // per neighbour: sequence number of the last message sent
+	recv    []uint32 // per neighbour: sequence number of the last message received
+	pendSeq [][]uint32
+	pendVal [][]float64 // width words per pending push
+	// Checked machines only.
+	last    []float64 // the estimate at the end of the last step, if verified
+	lastOK  bool      // last was verified and the flows have not changed since
+	suspect []bool    // PFCC: flows found corrupted, waiting for the neighbour
+	e       []float64 // scratch
+	cnt     Counters
+}
+
+// New returns Push-Flow (thesis Algorithm 3) with acknowledged flows, which
+// keep flow conservation under concurrent, lost and reordered messages (see
+// the package documentation).
+func New(cfg gossip.Config) (*Machine, error) {
+	return build(cfg, "pushflow", true, 0)
+}
+
+// NewPublished returns Push-Flow exactly as Algorithm 3: a received flow
+// always overwrites the local one, so concurrent messages violate flow
+// conservation until a later message repairs it (thesis 2.2.2, table 2.1).
+func NewPublished(cfg gossip.Config) (*Machine, error) {
+	return build(cfg, "pushflow", false, 0)
+}
+
+// NewChecked returns the checksum-protected Push-Flow with the given
+// correction: Local is PFLC (Algorithm 5), Cooperative is PFCC (Algorithm 6).
+// cfg.Tau is the relative threshold; zero selects defaultTau. pkg prefixes
+// error messages. Packages pflc and pfcc call it; most callers want those.
+func NewChecked(cfg gossip.Config, c Correction, defaultTau float64, pkg string) (*Machine, error) {
+	if c != Local && c != Cooperative {
+		return nil, fmt.Errorf("%s: %w: correction %d", pkg, gossip.ErrInvalidConfig, c)
+	}
+	if !(defaultTau > 0) || math.IsInf(defaultTau, 0) {
+		return nil, fmt.Errorf("%s: %w: default tau %v", pkg, gossip.ErrInvalidConfig, defaultTau)
+	}
+	if cfg.Tau == 0 {
+		cfg.Tau = defaultTau
+	}
+	return build(cfg, pkg, true, c)
+}
+
+func build(cfg gossip.Config, pkg string, tagged bool, c Correction) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", pkg, err)
+	}
+	k := len(cfg.Value)
+	m := &Machine{
+		id: cfg.ID, epoch: cfg.Epoch, rng: rand.New(cfg.Source()),
+		k: k, width: k + 1, kind: gossip.KindFlow, pkg: pkg, tagged: tagged,
+		corr: c, tau: cfg.Tau,
+	}
+	if c != 0 {
+		m.width = k + 2
+		m.kind = gossip.KindCheckedFlow
+	}
+	m.input = make([]float64, m.width)
+	copy(m.input, cfg.Value)
+	m.input[k] = cfg.Weight()
+	if c != 0 {
+		m.input[k+1] = checksum(m.input[:k+1])
+	}
+	deg := cfg.Overlay.Degree(cfg.ID)
+	m.nbr = make([]gossip.NodeID, 0, deg)
+	m.index = make(map[gossip.NodeID]int32, deg)
+	for n := range deg {
+		j := cfg.Overlay.Neighbor(cfg.ID, n)
+		if _, dup := m.index[j]; dup || j == cfg.ID {
+			return nil, fmt.Errorf("%s: %w: node %d lists neighbour %d twice or itself", pkg, gossip.ErrInvalidConfig, cfg.ID, j)
+		}
+		m.index[j] = int32(n)
+		m.nbr = append(m.nbr, j)
+	}
+	m.live = deg
+	m.flows = make([]float64, deg*m.width)
+	m.gone = make([]bool, deg)
+	m.sent = make([]uint32, deg)
+	m.recv = make([]uint32, deg)
+	m.pendSeq = make([][]uint32, deg)
+	m.pendVal = make([][]float64, deg)
+	m.e = make([]float64, m.width)
+	if c != 0 {
+		m.last = append([]float64(nil), m.input...)
+		m.lastOK = true
+		m.suspect = make([]bool, deg)
+	}
+	return m, nil
+}
+
+// checksum is Σ x + w in a fixed order, so that recomputing it reproduces
+// the same bits.
+func checksum(xw []float64) float64 {
+	s := 0.0
+	for _, v := range xw {
+		s += v
+	}
+	return s
+}
+
+// ID returns the node this machine runs.
+func (m *Machine) ID() gossip.NodeID { return m.id }
+
+// Counters returns what the machine has done so far besides gossiping.
+func (m *Machine) Counters() Counters { return m.cnt }
+
+// Tau returns the relative checksum threshold, zero for unchecked machines.
+func (m *Machine) Tau() float64 {
+	if m.corr == 0 {
+		return 0
+	}
+	return m.tau
+}
+
+func (m *Machine) flow(n int) []float64 { return m.flows[n*m.width : (n+1)*m.width] }
+
+// Tick verifies the local state (checked machines) and pushes half of the
+// estimate to a random neighbour.
+func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
+	out = m.verify(out)
+	out = m.push(out)
+	m.settle()
+	return out
+}
+
+// Step applies a received flow and pushes once. Messages of another kind,
+// epoch or recipient, with a payload of the wrong length, acknowledging a
+// message never sent, or from a node that is not a live neighbour are
+// rejected with an error and change nothing.
+func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Message, error) {
+	n, err := m.check(msg)
+	if err != nil {
+		return out, err
+	}
+	out = m.verify(out)
+	out = m.receive(n, msg, out)
+	out = m.push(out)
+	m.settle()
+	return out, nil
+}
+
+func (m *Machine) check(msg gossip.Message) (int, error) {
+	switch {
+	case msg.Kind != m.kind:
+		return 0, fmt.Errorf("%s: %w: kind %s, want %s", m.pkg, gossip.ErrForeignMessage, msg.Kind, m.kind)
+	case msg.Epoch != m.epoch:
+		return 0, fmt.Errorf("%s: %w: epoch %d, want %d", m.pkg, gossip.ErrForeignMessage, msg.Epoch, m.epoch)
+	case msg.To != m.id:
+		return 0, fmt.Errorf("%s: %w: addressed to %d, this is %d", m.pkg, gossip.ErrForeignMessage, msg.To, m.id)
+	case len(msg.Payload) != m.width:
+		return 0, fmt.Errorf("%s: %w: payload has %d words, want %d", m.pkg, gossip.ErrLength, len(msg.Payload), m.width)
+	}
+	n, ok := m.index[msg.From]
+	if !ok || m.gone[n] {
+		return 0, fmt.Errorf("%s: %w: %d is not a live neighbour of %d", m.pkg, gossip.ErrUnknownPeer, msg.From, m.id)
+	}
+	if m.tagged {
+		if ack := uint32(msg.Tag); ack > m.sent[n] {
+			return 0, fmt.Errorf("%s: %w: %d acknowledges message %d, only %d sent", m.pkg, gossip.ErrForeignMessage, msg.From, ack, m.sent[n])
+		}
+	}
+	return int(n), nil
+}
+
+// receive applies the flow f_ji carried by msg from neighbour n.
+func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gossip.Message {
+	if m.tagged {
+		seq, ack := uint32(msg.Tag>>32), uint32(msg.Tag)
+		if seq <= m.recv[n] {
+			m.cnt.Stale++
+			return out
+		}
+		m.recv[n] = seq
+		m.acknowledge(n, ack)
+	}
+	f := msg.Payload
+	if m.corr != 0 && !m.consistent(f, m.ref()) {
+		m.cnt.Rejected++
+		if m.corr == Local {
+			return out // Algorithm 5 line 12: drop it
+		}
+		// Algorithm 6 lines 14-16.
+		if !m.consistent(m.flow(n), m.ref()) {
+			m.zero(n)
+		}
+		m.cnt.Replies++
+		return m.send(n, out)
+	}
+	own := m.flow(n)
+	for c := range own {
+		own[c] = -f[c]
+	}
+	if len(m.pendSeq[n]) > 0 {
+		m.cnt.Merged++
+		vals := m.pendVal[n]
+		for p := range m.pendSeq[n] {
+			d := vals[p*m.width : (p+1)*m.width]
+			for c := range own {
+				own[c] -= d[c]
+			}
+		}
+	}
+	if m.corr != 0 {
+		m.seal(own)
+		m.suspect[n] = false
+	}
+	return out
+}
+
+// seal sets the checksum of a flow this node computed to Σx + w, so that an
+// intact flow's residual is exactly zero and any residual is corruption.
+func (m *Machine) seal(f []float64) { f[m.k+1] = checksum(f[:m.k+1]) }
+
+// acknowledge forgets the pushes to neighbour n that n has seen.
+func (m *Machine) acknowledge(n int, ack uint32) {
+	seqs := m.pendSeq[n]
+	drop := 0
+	for drop < len(seqs) && seqs[drop] <= ack {
+		drop++
+	}
+	if drop == 0 {
+		return
+	}
+	m.pendSeq[n] = append(seqs[:0], seqs[drop:]...)
+	vals := m.pendVal[n]
+	m.pendVal[n] = append(vals[:0], vals[drop*m.width:]...)
+}
+
+// zero resets the flow to neighbour n and forgets the pushes it held.
+func (m *Machine) zero(n int) {
+	clear(m.flow(n))
+	m.pendSeq[n] = m.pendSeq[n][:0]
+	m.pendVal[n] = m.pendVal[n][:0]
+	if m.suspect != nil {
+		m.suspect[n] = false
+	}
+	m.cnt.Zeroed++
+}
+
+// push sends half of the estimate to a random live neighbour (Algorithm 3
+// lines 2-5). A PFCC node that waits for the repair of a corrupted flow does
+// not push: its estimate is unknown until the repair arrives, and the
+// request it sent this step keeps the exchange going.
+func (m *Machine) push(out []gossip.Message) []gossip.Message {
+	if m.waitingRepair() {
+		m.cnt.HeldBack++
+		return out
+	}
+	n, ok := m.pick()
+	if !ok {
+		return out
+	}
+	e := m.sum(m.e)
+	f := m.flow(n)
+	for c := range f {
+		e[c] /= 2
+		f[c] -= e[c]
+	}
+	if m.corr != 0 {
+		m.seal(f)
+	}
+	if m.tagged {
+		m.pendSeq[n] = append(m.pendSeq[n], m.sent[n]+1)
+		m.pendVal[n] = append(m.pendVal[n], e...)
+	}
+	return m.send(n, out)
+}
+
+// send appends a message carrying the current flow to neighbour n.
+func (m *Machine) send(n int, out []gossip.Message) []gossip.Message {
+	m.sent[n]++
+	msg := gossip.Message{
+		From: m.id, To: m.nbr[n], Kind: m.kind, Epoch: m.epoch,
+		Payload: append([]float64(nil), m.flow(n)...),
+	}
+	if m.tagged {
+		msg.Tag = uint64(m.sent[n])<<32 | uint64(m.recv[n])
+	}
+	return append(out, msg)
+}
+
+// pick chooses a live neighbour uniformly at random, drawing again over
+// excluded ones, exactly as package pushsum does, so that Push-Flow, PFLC and
+// PFCC consume the random stream identically.
+func (m *Machine) pick() (int, bool) {
+	if m.live == 0 {
+		return 0, false
+	}
+	for {
+		n := m.rng.IntN(len(m.nbr))
+		if !m.gone[n] {
+			return n, true
+		}
+	}
+}
+
+func (m *Machine) waitingRepair() bool {
+	for n, s := range m.suspect {
+		if s && !m.gone[n] {
+			return true
+		}
+	}
+	return false
+}
+
+// sum computes e = input + Σ flows into dst.
+func (m *Machine) sum(dst []float64) []float64 {
+	dst = append(dst[:0], m.input...)
+	for n := range m.nbr {
+		if m.gone[n] {
+			continue
+		}
+		for c, v := range m.flow(n) {
+			dst[c] += v
+		}
+	}
+	return dst
+}
+
+// Estimate appends y_i = e_i(x)/e_i(w) to dst[:0], from the current state.
+func (m *Machine) Estimate(dst []float64) []float64 {
+	e := m.sum(m.e)
+	dst = dst[:0]
+	for c := range m.k {
+		dst = append(dst, e[c]/e[m.k])
+	}
+	return dst
+}
+
+// Exclude declares peer dead: the flow to it is set to zero, so the mass
+// exchanged with it returns to this node, and it is never sent to again.
+// Once every neighbour of a dead node has excluded it, the estimates
+// converge to the aggregate over the survivors. Messages from it are then
+// rejected with gossip.ErrUnknownPeer.
+func (m *Machine) Exclude(peer gossip.NodeID) {
+	n, ok := m.index[peer]
+	if !ok || m.gone[n] {
+		return
+	}
+	m.zero(int(n))
+	m.cnt.Zeroed--
+	m.gone[n] = true
+	m.live--
+	m.settle()
+}
+
+// Words yields the input (input.value[c], input.weight and, checked,
+// input.checksum), for checked machines the last verified estimate
+// (value[c], weight, checksum), and every live flow (flow[j].value[c],
+// flow[j].weight, flow[j].checksum).
+func (m *Machine) Words() iter.Seq[gossip.Word] {
+	return func(yield func(gossip.Word) bool) {
+		if !m.triple(yield, gossip.PlaceInput, 0, m.input) {
+			return
+		}
+		if m.last != nil && !m.triple(yield, gossip.PlaceState, 0, m.last) {
+			return
+		}
+		for n, j := range m.nbr {
+			if !m.gone[n] && !m.triple(yield, gossip.PlaceFlow, j, m.flow(n)) {
+				return
+			}
+		}
+	}
+}
+
+func (m *Machine) triple(yield func(gossip.Word) bool, place gossip.Place, peer gossip.NodeID, v []float64) bool {
+	for c := range v {
+		w := gossip.Word{Place: place, Peer: peer, Ptr: &v[c]}
+		switch {
+		case c < m.k:
+			w.Part, w.Component = gossip.PartValue, c
+		case c == m.k:
+			w.Part = gossip.PartWeight
+		default:
+			w.Part = gossip.PartChecksum
+		}
+		if !yield(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// Flow returns a copy of the flow to peer (nil if peer is not a neighbour),
+// for tests and diagnostics.
+func (m *Machine) Flow(peer gossip.NodeID) []float64 {
+	n, ok := m.index[peer]
+	if !ok {
+		return nil
+	}
+	return append([]float64(nil), m.flow(int(n))...)
+}
+
+// Input returns a copy of the input (x…, w[, c]).
+func (m *Machine) Input() []float64 { return append([]float64(nil), m.input...) }
+
+// Kind returns the message kind the machine sends and accepts.
+func (m *Machine) Kind() gossip.Kind { return m.kind }

@@ -1,0 +1,196 @@
+// Package campaign runs the silent-data-corruption and message-loss
+// experiments of thesis chapter 4 on the discrete-event simulator, in
+// parallel over the cores, and draws their figures with gonum/plot.
+//
+//   - [Sweep]: a single bit flip at every bit position, R runs each, per
+//     algorithm and target (figures 4.6-4.13).
+//   - [Rates]: flips at a rate per word per message, runs grouped by the
+//     number of flips they suffered (figure 4.14).
+//   - [Loss]: message loss rates against the 1/(1-p) bound (figures 4.1 and
+//     4.2).
+//
+// Run i of every configuration uses seed Seed+i, so all algorithms and bit
+// positions see the same inputs and, for algorithms that draw their
+// neighbours alike, the same neighbour choices (the thesis ran all
+// algorithms "with the same sequence of random numbers"); any single run is
+// replayed with Runs 1 and that seed.
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/gossipreduce/gossipreduce/algo"
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/sdc"
+	"github.com/gossipreduce/gossipreduce/sim"
+	"github.com/gossipreduce/gossipreduce/topology"
+)
+
+// Common is what every campaign needs.
+type Common struct {
+	// Algorithms are algo names ("ps", "pfcc", …).
+	Algorithms []string
+	// Overlay is the communication graph.
+	Overlay topology.Graph
+	// Epsilon is the target accuracy (the thesis used 1e-14).
+	Epsilon float64
+	// Runs per point, with seeds Seed … Seed+Runs-1.
+	Runs int
+	Seed uint64
+	// MaxMsgs caps a run (thesis: 500 for single flips, 1000 for rates).
+	MaxMsgs int
+	// Tau is the checksum threshold passed to PFLC and PFCC (0: default).
+	Tau float64
+	// Workers run in parallel (0: GOMAXPROCS).
+	Workers int
+	// Progress, if set, is called after each finished run; calls are
+	// serialised.
+	Progress func(done, total int)
+}
+
+func (c *Common) validate() error {
+	if len(c.Algorithms) == 0 {
+		return fmt.Errorf("campaign: %w: no algorithm", gossip.ErrInvalidConfig)
+	}
+	for _, a := range c.Algorithms {
+		if _, err := algo.Lookup(a); err != nil {
+			return fmt.Errorf("campaign: %w", err)
+		}
+	}
+	if c.Overlay == nil {
+		return fmt.Errorf("campaign: %w: no overlay", gossip.ErrInvalidConfig)
+	}
+	if c.Runs < 1 {
+		return fmt.Errorf("campaign: %w: %d runs", gossip.ErrInvalidConfig, c.Runs)
+	}
+	return nil
+}
+
+func (c *Common) config(name string, run int) sim.Config {
+	return sim.Config{
+		Algorithm: name, Overlay: c.Overlay, Epsilon: c.Epsilon, MaxMsgs: c.MaxMsgs,
+		Seed: c.Seed + uint64(run), Tau: c.Tau,
+	}
+}
+
+// job is one simulated run; inj, if set, is its own injector.
+type job struct {
+	cfg sim.Config
+	inj sdc.Injector
+}
+
+type outcome struct {
+	res   sim.Result
+	flips []sdc.Flip
+}
+
+// runAll simulates every job on the workers and returns the outcomes in job
+// order. The first error stops everything.
+func runAll(ctx context.Context, jobs []job, workers int, progress func(done, total int)) ([]outcome, error) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, len(jobs)))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make([]outcome, len(jobs))
+	next := make(chan int)
+	var (
+		mu    sync.Mutex
+		done  int
+		first error
+		wg    sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				j := jobs[i]
+				if j.inj != nil {
+					j.cfg.Injector = j.inj
+				}
+				r, err := sim.Run(ctx, j.cfg)
+				mu.Lock()
+				if err != nil && first == nil {
+					first = err
+					cancel()
+				}
+				if err == nil {
+					out[i] = outcome{res: r}
+					if j.inj != nil {
+						out[i].flips = j.inj.Flips()
+					}
+					done++
+					if progress != nil {
+						progress(done, len(jobs))
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range jobs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("campaign: %w", err)
+	}
+	return out, nil
+}
+
+// Stats condenses the runs of one point.
+type Stats struct {
+	Runs          int `json:"runs"`
+	ConvergedRuns int `json:"converged_runs"`
+	// MaxRelError is the largest final error over the runs. Infinite and
+	// NaN errors (a run whose estimates blew up) are reported as
+	// math.MaxFloat64, since JSON has no infinity.
+	MaxRelError float64 `json:"max_rel_error"`
+	// MeanMsgs is the mean over runs of the mean messages sent per node;
+	// MaxMsgs the mean over runs of the maximum over nodes (the thesis's
+	// cost metric).
+	MeanMsgs float64 `json:"mean_msgs"`
+	MaxMsgs  float64 `json:"max_msgs"`
+	// WorstSeed is the seed of the run with the largest error, to replay it.
+	WorstSeed uint64 `json:"worst_seed"`
+}
+
+func summarize(os []outcome) Stats {
+	var s Stats
+	s.MaxRelError = -1
+	for _, o := range os {
+		r := o.res
+		s.Runs++
+		if r.Converged {
+			s.ConvergedRuns++
+		}
+		if e := r.MaxRelError; e > s.MaxRelError || math.IsNaN(e) {
+			s.MaxRelError, s.WorstSeed = e, r.Seed
+		}
+		s.MeanMsgs += r.MeanMsgs
+		s.MaxMsgs += float64(r.MaxMsgs)
+	}
+	if !(s.MaxRelError <= math.MaxFloat64) {
+		s.MaxRelError = math.MaxFloat64
+	}
+	if s.Runs > 0 {
+		s.MeanMsgs /= float64(s.Runs)
+		s.MaxMsgs /= float64(s.Runs)
+	}
+	return s
+}

@@ -1,0 +1,80 @@
+package campaign_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/sdc"
+	"github.com/gossipreduce/gossipreduce/sdc/campaign"
+	"github.com/gossipreduce/gossipreduce/topology"
+)
+
+func common(t *testing.T, algos ...string) campaign.Common {
+	g, err := topology.Hypercube(16)
+	require.NoError(t, err)
+	return campaign.Common{Algorithms: algos, Overlay: g, Epsilon: 1e-12, Runs: 3, Seed: 1, MaxMsgs: 400}
+}
+
+func TestSweepSeparatesPushSumFromPFCC(t *testing.T) {
+	s := campaign.Sweep{Common: common(t, "ps", "pfcc"), Bits: []int{2, 60}, Targets: []sdc.Target{sdc.Value}, After: 40, Baseline: "ps"}
+	res, err := s.Run(context.Background())
+	require.NoError(t, err)
+	require.Len(t, res.Points, 4)
+	require.NotNil(t, res.Baseline)
+	assert.Equal(t, 3, res.Baseline.ConvergedRuns)
+	for _, p := range res.Points {
+		assert.Equal(t, 3, p.FlippedRuns)
+		switch {
+		case p.Algo == "pfcc":
+			assert.Equal(t, 3, p.ConvergedRuns, "bit %d", p.Bit)
+		case p.Bit == 60:
+			assert.Zero(t, p.ConvergedRuns, "Push-Sum keeps a flipped exponent for good")
+		}
+	}
+	require.NoError(t, campaign.PlotErrors(res.Points, 1e-12, "t", filepath.Join(t.TempDir(), "e.svg")))
+	require.NoError(t, campaign.PlotOverhead(res.Points, *res.Baseline, "t", filepath.Join(t.TempDir(), "o.png")))
+}
+
+func TestAfterForRecursiveDoublingAndInputs(t *testing.T) {
+	s := campaign.Sweep{Common: common(t, "rdb"), After: -1}
+	for name, want := range map[string]int{"rdb": 0, "ps": 0, "pfcc": campaign.DefaultAfter} {
+		got, err := s.AfterFor(name, sdc.Input)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, name)
+	}
+	got, err := s.AfterFor("ps", sdc.Value)
+	require.NoError(t, err)
+	assert.Equal(t, campaign.DefaultAfter, got)
+}
+
+func TestRatesAndLoss(t *testing.T) {
+	r := campaign.Rates{Common: common(t, "pfcc"), Rate: 1e-3, Target: sdc.Flow, Lo: 0, Hi: 63}
+	runs, err := r.Run(context.Background())
+	require.NoError(t, err)
+	require.Len(t, runs, 3)
+	flips := 0
+	for _, x := range runs {
+		flips += x.Flips
+	}
+	assert.Positive(t, flips, "16 nodes × ~100 msgs × 12 words × 1e-3 ≈ 19 flips per run expected")
+	require.NoError(t, campaign.PlotRates(runs, "t", filepath.Join(t.TempDir(), "r.png")))
+
+	l := campaign.Loss{Common: common(t, "pf"), Rates: []float64{0.3}}
+	pts, err := l.Run(context.Background())
+	require.NoError(t, err)
+	require.Len(t, pts, 2)
+	assert.Zero(t, pts[0].Overhead)
+	assert.Equal(t, 3, pts[1].ConvergedRuns, "flows recover from loss")
+	// The thesis's bound: at least 1/(1-p) times the messages.
+	assert.InDelta(t, 1/(1-0.3)-1, pts[1].Bound, 1e-15)
+	assert.Greater(t, pts[1].Overhead, 0.8*pts[1].Bound, "overhead close to or above the bound (20 %% slack for 3 runs)")
+	require.NoError(t, campaign.PlotLoss(pts, "t", filepath.Join(t.TempDir(), "l.png")))
+
+	_, err = (&campaign.Loss{Common: common(t, "pf"), Rates: []float64{1}}).Run(context.Background())
+	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)
+}
