@@ -60,6 +60,9 @@ type Message struct {
 	Epoch    uint64    // which all-reduce of a group the message belongs to
 	Tag      uint64    // algorithm-specific integer metadata (RDB step, PCF c and r)
 	Payload  []float64 // value components, weight, checksum, …
+	// Attach is opaque data a driver piggybacks on the message (the live
+	// runtime's convergence certificate). Machines never read or set it.
+	Attach []byte
 }
 
 // String formats the message for logs and test failures.
@@ -70,5 +73,8 @@ func (m Message) String() string {
 // Clone returns a copy of m that shares no memory with it.
 func (m Message) Clone() Message {
 	m.Payload = append([]float64(nil), m.Payload...)
+	if m.Attach != nil {
+		m.Attach = append([]byte(nil), m.Attach...)
+	}
 	return m
 }

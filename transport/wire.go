@@ -16,7 +16,7 @@ import (
 //	offset  size       field
 //	0       1          magic 0x9E (never the first byte of UTF-8 text or JSON)
 //	1       1          version (1)
-//	2       1          flags (0; reserved, e.g. for a message authentication code)
+//	2       1          flags: bit 0 = an attachment follows the payload; other bits 0
 //	3       8          group configuration hash (uint64)
 //	11      1          kind (gossip.Kind, must be valid)
 //	12      1..5       from (uvarint, ≤ 2^32-1)
@@ -25,8 +25,10 @@ import (
 //	        1..10      tag (uvarint)
 //	        1..3       payload length n (uvarint, ≤ MaxPayload)
 //	        8n         payload: n float64 as IEEE 754 bits (uint64)
+//	        1..3       if flags bit 0: attachment length a (uvarint, 1 ≤ a ≤ MaxAttach)
+//	        a          the attachment (gossip.Message.Attach)
 //
-// The message must end exactly after the payload. A typical Push-Sum message
+// The message must end exactly after the payload, or the attachment. A typical Push-Sum message
 // with one value component (payload x, w) between nodes below 128 takes 33
 // bytes.
 const (
@@ -37,6 +39,11 @@ const (
 	// MaxPayload is the largest payload, in float64 words, a message may
 	// carry. Decode rejects longer payloads before allocating anything.
 	MaxPayload = 1 << 16
+
+	// MaxAttach is the largest attachment, in bytes.
+	MaxAttach = 1 << 16
+
+	flagAttach = 0x01
 
 	wireMagic   = 0x9E
 	fixedHeader = 12 // magic, version, flags, hash, kind
@@ -77,8 +84,15 @@ func Encode(dst []byte, h Header, m gossip.Message) ([]byte, error) {
 	if len(m.Payload) > MaxPayload {
 		return dst, fmt.Errorf("%w: %w: payload of %d words exceeds %d", ErrMalformed, gossip.ErrLength, len(m.Payload), MaxPayload)
 	}
+	if len(m.Attach) > MaxAttach {
+		return dst, fmt.Errorf("%w: %w: attachment of %d bytes exceeds %d", ErrMalformed, gossip.ErrLength, len(m.Attach), MaxAttach)
+	}
+	var flags byte
+	if len(m.Attach) > 0 {
+		flags |= flagAttach
+	}
 	dst = slices.Grow(dst, EncodedLen(m))
-	dst = append(dst, wireMagic, WireVersion, 0)
+	dst = append(dst, wireMagic, WireVersion, flags)
 	dst = binary.LittleEndian.AppendUint64(dst, h.ConfigHash)
 	dst = append(dst, byte(m.Kind))
 	dst = binary.AppendUvarint(dst, uint64(m.From))
@@ -89,6 +103,10 @@ func Encode(dst []byte, h Header, m gossip.Message) ([]byte, error) {
 	for _, f := range m.Payload {
 		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(f))
 	}
+	if flags&flagAttach != 0 {
+		dst = binary.AppendUvarint(dst, uint64(len(m.Attach)))
+		dst = append(dst, m.Attach...)
+	}
 	return dst, nil
 }
 
@@ -97,14 +115,22 @@ func EncodedLen(m gossip.Message) int {
 	return fixedHeader +
 		uvarintLen(uint64(m.From)) + uvarintLen(uint64(m.To)) +
 		uvarintLen(m.Epoch) + uvarintLen(m.Tag) +
-		uvarintLen(uint64(len(m.Payload))) + 8*len(m.Payload)
+		uvarintLen(uint64(len(m.Payload))) + 8*len(m.Payload) + attachLen(m.Attach)
+}
+
+func attachLen(a []byte) int {
+	if len(a) == 0 {
+		return 0
+	}
+	return uvarintLen(uint64(len(a))) + len(a)
 }
 
 // Decode parses one message. It accepts exactly the byte strings [Encode]
 // produces (so encoding a decoded message gives back the same bytes: varints
-// must be in shortest form, flags zero, nothing may trail the payload), never
+// must be in shortest form, no unknown flag, no empty attachment, nothing may
+// trail the payload or attachment), never
 // panics, and allocates only the payload, after checking its length against
-// [MaxPayload] and the bytes present. Errors wrap [ErrVersion] for another
+// [MaxPayload] and the bytes present (and the attachment likewise). Errors wrap [ErrVersion] for another
 // wire version and [ErrMalformed] for anything else. A payload of length 0
 // decodes as nil. On error the Header and Message are zero.
 func Decode(b []byte) (Header, gossip.Message, error) {
@@ -127,8 +153,9 @@ func decode(b []byte) (Header, gossip.Message, error) {
 	if len(b) < minMessage {
 		return h, m, fmt.Errorf("%w: %d bytes, shorter than any message", ErrMalformed, len(b))
 	}
-	if b[2] != 0 {
-		return h, m, fmt.Errorf("%w: unknown flags %#02x", ErrMalformed, b[2])
+	flags := b[2]
+	if flags&^flagAttach != 0 {
+		return h, m, fmt.Errorf("%w: unknown flags %#02x", ErrMalformed, flags)
 	}
 	h.ConfigHash = binary.LittleEndian.Uint64(b[3:11])
 	m.Kind = gossip.Kind(b[11])
@@ -151,13 +178,29 @@ func decode(b []byte) (Header, gossip.Message, error) {
 	if n > MaxPayload {
 		return h, m, fmt.Errorf("%w: payload length %d exceeds %d", ErrMalformed, n, MaxPayload)
 	}
-	if uint64(len(r.b)) != 8*n {
+	if uint64(len(r.b)) < 8*n {
 		return h, m, fmt.Errorf("%w: payload length %d needs %d bytes, have %d", ErrMalformed, n, 8*n, len(r.b))
+	}
+	body, rest := r.b[:8*n], r.b[8*n:]
+	if flags&flagAttach != 0 {
+		r.b = rest
+		a := r.uvarint("attachment length")
+		switch {
+		case r.err != nil:
+			return h, m, r.err
+		case a == 0 || a > MaxAttach:
+			return h, m, fmt.Errorf("%w: attachment length %d not in [1, %d]", ErrMalformed, a, MaxAttach)
+		case uint64(len(r.b)) != a:
+			return h, m, fmt.Errorf("%w: attachment of %d bytes, have %d", ErrMalformed, a, len(r.b))
+		}
+		m.Attach = append([]byte(nil), r.b...)
+	} else if len(rest) != 0 {
+		return h, m, fmt.Errorf("%w: %d bytes after the payload", ErrMalformed, len(rest))
 	}
 	if n > 0 {
 		m.Payload = make([]float64, n)
 		for i := range m.Payload {
-			m.Payload[i] = math.Float64frombits(binary.LittleEndian.Uint64(r.b[8*i:]))
+			m.Payload[i] = math.Float64frombits(binary.LittleEndian.Uint64(body[8*i:]))
 		}
 	}
 	return h, m, nil

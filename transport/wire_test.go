@@ -45,6 +45,12 @@ func randomMessage(rng *rand.Rand) (transport.Header, gossip.Message) {
 			m.Payload[i] = math.Float64frombits(rng.Uint64())
 		}
 	}
+	if a := rng.IntN(40) - 20; a > 0 { // half the messages carry an attachment
+		m.Attach = make([]byte, a)
+		for i := range m.Attach {
+			m.Attach[i] = byte(rng.Uint32())
+		}
+	}
 	return transport.Header{ConfigHash: rng.Uint64()}, m
 }
 
@@ -264,4 +270,33 @@ func FuzzDecode(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, b, again)
 	})
+}
+
+func TestAttachment(t *testing.T) {
+	m := gossip.Message{From: 1, To: 2, Kind: gossip.KindPush, Payload: []float64{1, 2}, Attach: []byte("cert")}
+	b, err := transport.Encode(nil, transport.Header{ConfigHash: 7}, m)
+	require.NoError(t, err)
+	assert.Len(t, b, transport.EncodedLen(m))
+	assert.Equal(t, byte(1), b[2], "flags bit 0 announces the attachment")
+	_, got, err := transport.Decode(b)
+	require.NoError(t, err)
+	assert.Equal(t, m, got)
+
+	// Canonical form: the flag without an attachment, an empty attachment,
+	// a wrong length and trailing bytes are all rejected.
+	plain, err := transport.Encode(nil, transport.Header{}, gossip.Message{From: 1, To: 2, Kind: gossip.KindPush})
+	require.NoError(t, err)
+	flagOnly := append([]byte(nil), plain...)
+	flagOnly[2] = 1
+	zeroLen := append(append([]byte(nil), flagOnly...), 0)
+	short := append(append([]byte(nil), flagOnly...), 3, 'a')
+	trailing := append(append([]byte(nil), b...), 0)
+	unknownFlag := append([]byte(nil), b...)
+	unknownFlag[2] = 3
+	for name, bad := range map[string][]byte{"flag only": flagOnly, "zero length": zeroLen, "short": short, "trailing": trailing, "unknown flag": unknownFlag} {
+		_, _, err := transport.Decode(bad)
+		assert.ErrorIs(t, err, transport.ErrMalformed, name)
+	}
+	_, err = transport.Encode(nil, transport.Header{}, gossip.Message{Kind: gossip.KindPush, Attach: make([]byte, transport.MaxAttach+1)})
+	assert.ErrorIs(t, err, transport.ErrMalformed)
 }
