@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gossipreduce/gossipreduce/central"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/pfcc"
 	"github.com/gossipreduce/gossipreduce/pflc"
@@ -37,6 +38,8 @@ var specs = []Spec{
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushsum.New(c) }},
 	{Name: "ps-iter", Summary: "Push-Sum, one send per tick (thesis Algorithm 2)", Ticked: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushsum.NewIterative(c) }},
+	{Name: "central", Summary: "central gather-and-publish baseline: all to node 0 and back", Finite: true,
+		New: func(c gossip.Config) (gossip.Machine, error) { return central.New(c) }},
 	{Name: "rdb", Summary: "recursive doubling, any N (thesis Algorithm 1, MPICH fold)", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return rdb.New(c) }},
 	{Name: "pf", Summary: "Push-Flow with acknowledged flows (thesis Algorithm 3, concurrent messages fixed)",

@@ -25,6 +25,7 @@ const (
 	KindRDB                     // recursive doubling partial: payload x…, w; Tag is the step
 	KindBroadcast               // result broadcast (package broadcast); Tag is scheme specific
 	KindControl                 // runtime control traffic (termination, membership)
+	KindCentral                 // central gather-and-publish baseline: payload x…, w; Tag 0 = value, 1 = result
 	kindLimit
 )
 
@@ -37,6 +38,7 @@ var kindNames = [...]string{
 	KindRDB:         "rdb",
 	KindBroadcast:   "broadcast",
 	KindControl:     "control",
+	KindCentral:     "central",
 }
 
 // String returns the kind's name, or "kind(N)" for an unknown number.
