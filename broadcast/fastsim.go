@@ -185,7 +185,6 @@ func unpackEv(e uint64) (to, from int32, typ MsgType) {
 
 func (s *Simulator) loop(ctx context.Context) error {
 	horizon := 64*int64(s.n)*(s.o+s.l+1) + 1<<20
-	o := s.o
 	for t := int64(0); s.tl.pending > 0; t++ {
 		if t&1023 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -197,7 +196,7 @@ func (s *Simulator) loop(ctx context.Context) error {
 		}
 		s.tl.now = t
 		b := &s.tl.b[t&s.tl.mask]
-		if len(b.recv)+len(b.cont)+len(b.fresh)+len(b.arr) == 0 {
+		if len(b.recv)+len(b.cont)+len(b.fresh) == 0 {
 			continue
 		}
 		for _, e := range b.recv {
@@ -227,23 +226,6 @@ func (s *Simulator) loop(ctx context.Context) error {
 		}
 		b = &s.tl.b[t&s.tl.mask] // the ring may have grown
 		b.cont, b.fresh = b.cont[:0], b.fresh[:0]
-		arr := b.arr
-		for _, e := range arr {
-			to := int32(e & evMask)
-			if s.dead[to] {
-				s.quiet = max(s.quiet, t)
-				continue
-			}
-			p := &s.ps[to]
-			start := max(t, int64(p.recvFree))
-			p.recvFree = int32(start + o)
-			rb := s.tl.at(start + o)
-			rb.recv = append(rb.recv, e)
-			s.tl.pending++
-		}
-		s.tl.pending -= len(arr)
-		b = &s.tl.b[t&s.tl.mask]
-		b.arr = b.arr[:0]
 	}
 	return nil
 }
@@ -316,6 +298,13 @@ func (s *Simulator) receive(t int64, e uint64) {
 		ps.cs.heard(p, fromRight, dist)
 	}
 	if sl := ps.slotAt; sl < 0 || (int64(sl) > t && int64(ps.busy) <= t) {
+		// The reference polls now. Skip it when that poll can do nothing:
+		// the process has nothing to send at all, or only at the wake-up
+		// already pending (a poll that sends nothing changes no state
+		// unless Wake would say "now").
+		if w := s.wake(ps, v); w == Never || w == int64(sl) {
+			return
+		}
 		s.schedule(v, t, false)
 	}
 }
@@ -341,10 +330,28 @@ func (s *Simulator) slot(t int64, v int32) {
 	}
 	s.quiet = max(s.quiet, t+s.o)
 	ps.busy = int32(t + s.o)
-	ab := s.tl.at(t + s.o + s.l)
-	ab.arr = append(ab.arr, packEv(to, v, typ))
-	s.tl.pending++
+	s.book(t+s.o+s.l, to, packEv(to, v, typ))
 	s.schedule(v, t+s.o, true)
+}
+
+// book queues the receive of a message arriving at to at time at. Every
+// message takes o+L from the start of its send to its arrival, and sends
+// are decided in time order and, at one time, in increasing sender
+// number, so when a message is sent every message that arrives at to
+// before it (or at the same time from a smaller sender) has already been
+// booked: the receive can be placed now, in arrival order, without an
+// arrival event.
+func (s *Simulator) book(at int64, to int32, e uint64) {
+	if s.dead[to] {
+		s.quiet = max(s.quiet, at)
+		return
+	}
+	p := &s.ps[to]
+	start := max(at, int64(p.recvFree))
+	p.recvFree = int32(start + s.o)
+	rb := s.tl.at(start + s.o)
+	rb.recv = append(rb.recv, e)
+	s.tl.pending++
 }
 
 func (s *Simulator) poll(t int64, v int32, ps *proc) (int32, MsgType, bool) {
@@ -456,10 +463,9 @@ type timeline struct {
 }
 
 type fastBucket struct {
-	recv  []uint64
-	cont  []int32 // send slots right after a send, in process order
-	fresh []int32 // other send slots
-	arr   []uint64
+	recv  []uint64 // receive ends
+	cont  []int32  // send slots right after a send, in process order
+	fresh []int32  // other send slots
 }
 
 func (tl *timeline) init(span int64) {
@@ -474,7 +480,7 @@ func (tl *timeline) init(span int64) {
 func (tl *timeline) reset() {
 	for i := range tl.b {
 		b := &tl.b[i]
-		b.recv, b.cont, b.fresh, b.arr = b.recv[:0], b.cont[:0], b.fresh[:0], b.arr[:0]
+		b.recv, b.cont, b.fresh = b.recv[:0], b.cont[:0], b.fresh[:0]
 	}
 	tl.now, tl.pending = 0, 0
 }

@@ -118,10 +118,10 @@ func TestTimelineGrows(t *testing.T) {
 	tl.now = 100
 	for _, at := range []int64{100, 130, 163, 250, 1000} {
 		b := tl.at(at)
-		b.arr = append(b.arr, uint64(at))
+		b.recv = append(b.recv, uint64(at))
 	}
 	assert.GreaterOrEqual(t, len(tl.b), 1024)
 	for _, at := range []int64{100, 130, 163, 250, 1000} {
-		assert.Equal(t, []uint64{uint64(at)}, tl.b[at&tl.mask].arr, "time %d", at)
+		assert.Equal(t, []uint64{uint64(at)}, tl.b[at&tl.mask].recv, "time %d", at)
 	}
 }

@@ -355,6 +355,9 @@ func NewPlan(spec Spec) (*Plan, error) {
 			return nil, fmt.Errorf("broadcast: %w: an acknowledged tree takes no correction", gossip.ErrInvalidConfig)
 		}
 	case SchemeGossip:
+		if spec.Nodes < 2 {
+			return nil, fmt.Errorf("broadcast: %w: gossip needs at least 2 processes", gossip.ErrInvalidConfig)
+		}
 		c.Synchronized = true
 		if err := p.chooseT(); err != nil {
 			return nil, err

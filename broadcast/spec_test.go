@@ -77,6 +77,7 @@ func TestNewPlanValidates(t *testing.T) {
 		"bad tree":           func(s *Spec) { s.Scheme.Tree = TreeSpec{Kind: KAry} },
 		"bmg + correction":   func(s *Spec) { s.Scheme = Scheme{Kind: SchemeBMG} },
 		"ack + correction":   func(s *Spec) { s.Scheme.Kind = SchemeAck },
+		"gossip alone":       func(s *Spec) { s.Nodes, s.Scheme, s.GossipT = 1, Scheme{Kind: SchemeGossip}, 5 },
 	} {
 		s := good
 		edit(&s)
