@@ -25,7 +25,7 @@ type ackWait struct {
 	deadline int64 // broadcast time
 }
 
-func newAckState(_ []int32) *ackState { return &ackState{parent: -1} }
+func newAckState() *ackState { return &ackState{parent: -1} }
 
 func (a *ackState) done() bool {
 	return len(a.waiting) == 0 && len(a.adopt) == 0 && (a.acked || a.parent < 0)

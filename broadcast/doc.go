@@ -65,4 +65,21 @@
 // start of the send and, for fail-proof correction, how many process ids
 // follow the value in the payload (see [EncodeTag]). Payload is the value
 // being broadcast, shared read-only between the messages of a machine.
+//
+// # Use in a live runtime
+//
+// Build one Plan per group (every process must use the same Spec: N,
+// scheme, correction, L and o in ticks), then one [Node] per process with
+// ClockFromMessages and, when other processes may take over a dead root's
+// broadcast of the same epoch, OncePerEpoch. The root calls
+// Node.Broadcast(now, epoch, value); every process calls Node.Step for each
+// received message whose Kind is gossip.KindBroadcast (errors mean drop and
+// count), Node.Poll whenever it may send one message (once per tick, or as
+// often as the transport allows; Node.Wake says when the next poll is
+// needed if nothing arrives), and Node.Deliveries to collect values. Time is
+// ticks of the runtime's own clock; L and o in the Spec should be the
+// typical delay and per-message cost in ticks. Synchronized correction
+// starts at the tree's fault-free latency on each process's broadcast
+// clock, set from the stamp of the tree message; where delays vary a lot,
+// overlapped checked correction needs no clock agreement at all.
 package broadcast

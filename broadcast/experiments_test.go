@@ -367,6 +367,10 @@ func TestExperimentFig67(t *testing.T) {
 	}
 	fmt.Print(b.String())
 	writeData(t, "bcast-fig67.json", map[string]any{"L": 2, "o": 1, "gossip_runs": runs, "seed": *expSeed, "series": all})
+	ticks := []plot.Tick{}
+	for _, n := range sizes {
+		ticks = append(ticks, plot.Tick{Value: float64(n), Label: fmt.Sprintf("%dK", n/1024)})
+	}
 	for fig, pick := range map[string]func(*series) []float64{
 		"bcast-fig6-messages.png":   func(s *series) []float64 { return s.Msgs },
 		"bcast-fig7-quiescence.png": func(s *series) []float64 { return s.Quiescence },
@@ -374,13 +378,15 @@ func TestExperimentFig67(t *testing.T) {
 		p := plot.New()
 		p.X.Label.Text = "processes P"
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: 0}
+		p.X.Tick.Marker = plot.ConstantTicks(ticks)
 		if strings.Contains(fig, "fig6") {
 			p.Title.Text = "Messages per process, no failures (figure 6)"
 			p.Y.Label.Text = "messages per process"
+			p.Y.Min, p.Y.Max = 0, 20
 		} else {
 			p.Title.Text = "Quiescence latency, no failures (figure 7)"
 			p.Y.Label.Text = "time steps (L = 2, o = 1)"
+			p.Y.Min, p.Y.Max = 20, 170
 		}
 		for i, s := range all {
 			if strings.Contains(fig, "fig7") && strings.Contains(s.Name, "optimized") {
@@ -392,20 +398,25 @@ func TestExperimentFig67(t *testing.T) {
 			}
 			l, pts, err := plotter.NewLinePoints(xy)
 			require.NoError(t, err)
-			c := palette[i%len(palette)]
-			if strings.HasPrefix(s.Name, "gossip") {
-				c = color.Black
+			// One colour per tree (three series each), black for gossip;
+			// solid: checked, dotted: optimized opportunistic, dashed: ack.
+			c := color.Color(color.Black)
+			if !strings.HasPrefix(s.Name, "gossip") {
+				c = palette[i/3]
 			}
 			l.Color, pts.Color = c, c
-			if strings.HasSuffix(s.Name, "ack") {
-				l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-			}
-			if strings.Contains(s.Name, "optimized") || strings.Contains(s.Name, "OCG") {
+			switch {
+			case strings.HasSuffix(s.Name, "ack"):
+				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+				pts.Shape = draw.BoxGlyph{}
+			case strings.Contains(s.Name, "optimized") || strings.Contains(s.Name, "OCG"):
 				l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+				pts.Shape = draw.TriangleGlyph{}
+			default:
+				pts.Shape = draw.CircleGlyph{}
 			}
-			pts.Shape = draw.CircleGlyph{}
 			p.Add(l, pts)
-			p.Legend.Add(s.Name, l)
+			p.Legend.Add(s.Name, l, pts)
 		}
 		p.Legend.Top, p.Legend.Left = true, true
 		p.Legend.TextStyle.Font.Size = vg.Points(7)

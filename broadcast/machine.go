@@ -195,7 +195,7 @@ func (m *Machine) Colored() bool { return m.colored }
 
 // ColoredAt returns the broadcast time the process was colored (the end of
 // the receive that brought the value; 0 for the root) and the type of that
-// message; ok is false while uncolored.
+// message (0 for the root); ok is false while uncolored.
 func (m *Machine) ColoredAt() (at int64, via MsgType, ok bool) {
 	return m.colorAt, m.via, m.colored
 }
@@ -282,7 +282,7 @@ func (m *Machine) beginDissemination(at int64) {
 		m.fan = p.tree.kids(m.rank)
 		m.gnode = true
 		if p.spec.Scheme.Kind == SchemeAck {
-			m.ack = newAckState(m.fan)
+			m.ack = newAckState()
 			if m.rank != 0 {
 				m.ack.parent = m.lastFrom
 			}
