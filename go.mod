@@ -7,6 +7,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/stretchr/testify v1.12.1
 	gonum.org/v1/gonum v0.17.0
+	gonum.org/v1/plot v0.15.2
 )
 
 require (
@@ -31,5 +32,4 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
-	gonum.org/v1/plot v0.15.2 // indirect
 )
