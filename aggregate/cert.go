@@ -1,0 +1,268 @@
+package aggregate
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+)
+
+// The convergence certificate: how a node learns, without a coordinator and
+// despite failures, that every estimate in the group has settled, so the
+// root can broadcast its own. See the package documentation for the design.
+//
+// Every gossip message carries the sender's certificate in its Attach: its
+// generation, the stable set of that generation, the dead set, and the
+// sender's current estimate.
+type certificate struct {
+	n      int
+	self   int
+	gen    uint64
+	stable bitset
+	dead   bitset
+	streak int     // consecutive observations that agreed within theta
+	need   int     // agreeing observations before the node calls itself stable
+	theta  float64 // agreement threshold, relative
+}
+
+func newCertificate(n, self, need int, theta float64) *certificate {
+	return &certificate{n: n, self: self, need: need, theta: theta, stable: newBitset(n), dead: newBitset(n)}
+}
+
+// observe compares this node's estimate with a neighbour's. Agreement within
+// theta extends the streak and, once it is long enough, puts the node in the
+// stable set; disagreement ends the streak and, if the node had certified
+// itself, withdraws every certificate of the generation by starting a new
+// one (only certified nodes need to do that: the others are not counted).
+func (c *certificate) observe(own, peer []float64) {
+	if relDiff(own, peer) <= c.theta {
+		c.streak++
+		if c.streak >= c.need {
+			c.stable.set(c.self)
+		}
+		return
+	}
+	c.streak = 0
+	if c.stable.has(c.self) {
+		c.gen++
+		c.stable.clear()
+	}
+}
+
+// unsettle withdraws this node's certificate because its own state changed
+// by something other than gossip (an exclusion, a repaired fault).
+func (c *certificate) unsettle() {
+	c.streak = 0
+	if c.stable.has(c.self) {
+		c.gen++
+		c.stable.clear()
+	}
+}
+
+// merge folds a neighbour's certificate into this node's. It returns the
+// nodes that are newly known dead.
+func (c *certificate) merge(gen uint64, stable, dead bitset) []int {
+	var fresh []int
+	for w := range c.dead {
+		add := dead[w] &^ c.dead[w]
+		for add != 0 {
+			b := bits.TrailingZeros64(add)
+			add &^= 1 << b
+			fresh = append(fresh, w*64+b)
+		}
+		c.dead[w] |= dead[w]
+	}
+	switch {
+	case gen > c.gen:
+		c.gen = gen
+		copy(c.stable, stable)
+		if c.streak >= c.need {
+			c.stable.set(c.self)
+		}
+	case gen == c.gen:
+		for w := range c.stable {
+			c.stable[w] |= stable[w]
+		}
+	}
+	return fresh
+}
+
+// markDead records that node j has failed. It reports whether that is news.
+func (c *certificate) markDead(j int) bool {
+	if c.dead.has(j) {
+		return false
+	}
+	c.dead.set(j)
+	return true
+}
+
+// complete reports whether every node is stable in the current generation
+// or known dead.
+func (c *certificate) complete() bool {
+	for w := range c.stable {
+		want := ^uint64(0)
+		if rest := c.n - w*64; rest < 64 {
+			want = 1<<rest - 1
+		}
+		if (c.stable[w]|c.dead[w])&want != want {
+			return false
+		}
+	}
+	return true
+}
+
+// live is the number of nodes not known dead.
+func (c *certificate) live() int { return c.n - c.dead.count() }
+
+// root is the lowest node not known dead: the one that broadcasts.
+func (c *certificate) root() int {
+	for j := range c.n {
+		if !c.dead.has(j) {
+			return j
+		}
+	}
+	return -1
+}
+
+// relDiff is the largest relative difference of two estimates, the
+// absolute one where a is zero; NaN and mismatched lengths count as +Inf.
+func relDiff(a, b []float64) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	worst := 0.0
+	for i := range a {
+		d := math.Abs(a[i] - b[i])
+		if a[i] != 0 {
+			d /= math.Abs(a[i])
+		}
+		if !(d <= worst) { // also catches NaN
+			worst = d
+			if math.IsNaN(d) {
+				return math.Inf(1)
+			}
+		}
+	}
+	return worst
+}
+
+// Attachment wire format, version 1:
+//
+//	1 byte   version (1)
+//	uvarint  generation
+//	uvarint  n, the group size
+//	⌈n/8⌉    stable set, bit j of byte j/8 = node j
+//	⌈n/8⌉    dead set
+//	uvarint  k, the estimate's length
+//	8k       the sender's estimate, float64 bits little endian
+const certVersion = 1
+
+var errCert = errors.New("aggregate: malformed certificate")
+
+func (c *certificate) encode(dst []byte, est []float64) []byte {
+	dst = append(dst, certVersion)
+	dst = binary.AppendUvarint(dst, c.gen)
+	dst = binary.AppendUvarint(dst, uint64(c.n))
+	dst = c.stable.appendBytes(dst, c.n)
+	dst = c.dead.appendBytes(dst, c.n)
+	dst = binary.AppendUvarint(dst, uint64(len(est)))
+	for _, v := range est {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
+	}
+	return dst
+}
+
+// peerCert is a decoded attachment.
+type peerCert struct {
+	gen          uint64
+	stable, dead bitset
+	est          []float64
+}
+
+// decodeCert parses an attachment of a group of n nodes whose estimates have
+// k components. It never panics and allocates only what the sizes allow.
+func decodeCert(b []byte, n, k int, into *peerCert) error {
+	if len(b) < 1 || b[0] != certVersion {
+		return fmt.Errorf("%w: version", errCert)
+	}
+	b = b[1:]
+	gen, w := binary.Uvarint(b)
+	if w <= 0 {
+		return fmt.Errorf("%w: generation", errCert)
+	}
+	b = b[w:]
+	gotN, w := binary.Uvarint(b)
+	if w <= 0 || gotN != uint64(n) {
+		return fmt.Errorf("%w: %w: group of %d, this node's has %d", errCert, gossip.ErrForeignMessage, gotN, n)
+	}
+	b = b[w:]
+	nb := (n + 7) / 8
+	if len(b) < 2*nb {
+		return fmt.Errorf("%w: sets truncated", errCert)
+	}
+	into.gen = gen
+	into.stable = into.stable.fromBytes(b[:nb], n)
+	into.dead = into.dead.fromBytes(b[nb:2*nb], n)
+	b = b[2*nb:]
+	gotK, w := binary.Uvarint(b)
+	if w <= 0 {
+		return fmt.Errorf("%w: estimate length", errCert)
+	}
+	if gotK != uint64(k) {
+		return fmt.Errorf("%w: %w: estimate of %d components, this node has %d", errCert, gossip.ErrLength, gotK, k)
+	}
+	b = b[w:]
+	if len(b) != 8*k {
+		return fmt.Errorf("%w: estimate of %d bytes, want %d", errCert, len(b), 8*k)
+	}
+	into.est = into.est[:0]
+	for i := range k {
+		into.est = append(into.est, math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])))
+	}
+	return nil
+}
+
+// bitset is a set of node ids.
+type bitset []uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+func (s bitset) set(i int)      { s[i/64] |= 1 << (i % 64) }
+func (s bitset) has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
+func (s bitset) clear()         { clear(s) }
+
+func (s bitset) count() int {
+	c := 0
+	for _, w := range s {
+		c += bits.OnesCount64(w)
+	}
+	return c
+}
+
+func (s bitset) appendBytes(dst []byte, n int) []byte {
+	for i := 0; i < (n+7)/8; i++ {
+		dst = append(dst, byte(s[i/8]>>(8*(i%8))))
+	}
+	return dst
+}
+
+// fromBytes fills a set of n bits from its byte form, reusing s; bits at
+// or beyond n are ignored.
+func (s bitset) fromBytes(b []byte, n int) bitset {
+	words := (n + 63) / 64
+	if cap(s) < words {
+		s = make(bitset, words)
+	}
+	s = s[:words]
+	clear(s)
+	for i, v := range b {
+		s[i/8] |= uint64(v) << (8 * (i % 8))
+	}
+	if rest := n % 64; rest != 0 {
+		s[words-1] &= 1<<rest - 1
+	}
+	return s
+}

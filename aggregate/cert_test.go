@@ -1,0 +1,121 @@
+package aggregate
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+)
+
+func TestCertificateStabilityAndCompletion(t *testing.T) {
+	a := newCertificate(3, 0, 2, 1e-6)
+	own := []float64{1}
+	a.observe(own, []float64{1 + 1e-7})
+	assert.False(t, a.stable.has(0), "one agreeing observation is not enough")
+	a.observe(own, []float64{1 - 1e-7})
+	assert.True(t, a.stable.has(0))
+	assert.False(t, a.complete())
+
+	// Node 1 certified itself in the same generation; node 2 died.
+	peer := newCertificate(3, 1, 1, 1e-6)
+	peer.observe([]float64{1}, []float64{1})
+	fresh := a.merge(peer.gen, peer.stable, peer.dead)
+	assert.Empty(t, fresh)
+	assert.False(t, a.complete())
+	assert.True(t, a.markDead(2))
+	assert.False(t, a.markDead(2), "not news twice")
+	assert.True(t, a.complete())
+	assert.Equal(t, 2, a.live())
+	assert.Equal(t, 0, a.root())
+
+	// A disagreement withdraws every certificate of the generation.
+	a.observe(own, []float64{2})
+	assert.Equal(t, uint64(1), a.gen)
+	assert.False(t, a.complete())
+	assert.False(t, a.stable.has(0))
+	assert.True(t, a.dead.has(2), "the dead stay dead")
+}
+
+func TestCertificateMergeByGeneration(t *testing.T) {
+	a := newCertificate(70, 5, 1, 1e-9)
+	a.observe([]float64{1}, []float64{1})
+	old := newBitset(70)
+	old.set(6)
+	a.merge(0, old, newBitset(70))
+	assert.True(t, a.stable.has(6), "same generation: union")
+
+	newer := newBitset(70)
+	newer.set(69)
+	dead := newBitset(70)
+	dead.set(64)
+	dead.set(3)
+	fresh := a.merge(4, newer, dead)
+	assert.ElementsMatch(t, []int{3, 64}, fresh)
+	assert.Equal(t, uint64(4), a.gen)
+	assert.True(t, a.stable.has(69))
+	assert.False(t, a.stable.has(6), "a newer generation replaces the set")
+	assert.True(t, a.stable.has(5), "a node that is still stable re-certifies itself")
+	assert.Equal(t, 0, a.root())
+	a.merge(2, old, newBitset(70))
+	assert.False(t, a.stable.has(6), "an older generation is ignored")
+	assert.Equal(t, 68, a.live())
+}
+
+func TestCertificateWireRoundTrip(t *testing.T) {
+	c := newCertificate(70, 1, 1, 1e-9)
+	c.gen = 300
+	c.stable.set(0)
+	c.stable.set(69)
+	c.dead.set(33)
+	est := []float64{1.5, math.Inf(-1), math.Copysign(0, -1)}
+	b := c.encode(nil, est)
+	var p peerCert
+	require.NoError(t, decodeCert(b, 70, 3, &p))
+	assert.Equal(t, uint64(300), p.gen)
+	assert.Equal(t, c.stable, p.stable)
+	assert.Equal(t, c.dead, p.dead)
+	for i := range est {
+		assert.Equal(t, math.Float64bits(est[i]), math.Float64bits(p.est[i]))
+	}
+
+	assert.ErrorIs(t, decodeCert(b, 71, 3, &p), gossip.ErrForeignMessage, "another group size")
+	assert.ErrorIs(t, decodeCert(b, 70, 2, &p), gossip.ErrLength, "another vector length")
+	for cut := range len(b) {
+		assert.Error(t, decodeCert(b[:cut], 70, 3, &p), "truncated at %d", cut)
+	}
+	assert.Error(t, decodeCert(append(b, 0), 70, 3, &p), "trailing byte")
+}
+
+func TestCertificateDecodeNeverPanics(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	var p peerCert
+	for range 20000 {
+		b := make([]byte, r.IntN(64))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		if len(b) > 0 && r.IntN(2) == 0 {
+			b[0] = certVersion
+		}
+		_ = decodeCert(b, 1+r.IntN(100), r.IntN(4), &p)
+	}
+}
+
+func TestBitsetMasksBeyondN(t *testing.T) {
+	var s bitset
+	s = s.fromBytes([]byte{0xff, 0xff}, 10)
+	assert.Equal(t, 10, s.count())
+	assert.Equal(t, []byte{0xff, 0x03}, s.appendBytes(nil, 10))
+}
+
+func TestRelDiff(t *testing.T) {
+	assert.Equal(t, 0.0, relDiff([]float64{2}, []float64{2}))
+	assert.InDelta(t, 0.5, relDiff([]float64{2, 1}, []float64{3, 1}), 1e-15)
+	assert.Equal(t, 0.25, relDiff([]float64{0}, []float64{0.25}))
+	assert.True(t, math.IsInf(relDiff([]float64{1}, []float64{math.NaN()}), 1))
+	assert.True(t, math.IsInf(relDiff([]float64{1}, []float64{1, 2}), 1))
+}

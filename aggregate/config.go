@@ -1,0 +1,174 @@
+package aggregate
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/gossipreduce/gossipreduce/algo"
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/topology"
+)
+
+// Errors of the runtime. Returned errors wrap them; test with errors.Is.
+var (
+	// ErrNotConverged reports an operation whose context ended before the
+	// group agreed on a result. The Result then holds this node's best
+	// estimate, which the other nodes do not share.
+	ErrNotConverged = errors.New("aggregate: not converged")
+	// ErrExcluded reports that the rest of the group declared this node
+	// dead (it was silent for too long) and continued without it.
+	ErrExcluded = errors.New("aggregate: excluded by the group")
+	// ErrClosed reports an operation on a closed Node.
+	ErrClosed = errors.New("aggregate: node closed")
+	// ErrGroupMismatch reports that members of the group disagree on the
+	// operation: a vector of another length, or another configuration.
+	ErrGroupMismatch = errors.New("aggregate: group members disagree")
+)
+
+// Config describes one member of a group. Every member must use the same
+// Group, Nodes, Topology, Algorithm, Epsilon and Tau: they are hashed into
+// every message, and members configured differently never exchange a
+// message (each side counts the other's as foreign).
+type Config struct {
+	// Group names the group; it is a NATS subject token. Required.
+	Group string
+	// Prefix is the first subject token(s); empty means "gossipreduce".
+	Prefix string
+	// ID is this member, 0 ≤ ID < Nodes.
+	ID gossip.NodeID
+	// Nodes is the group size N.
+	Nodes int
+	// Topology is the overlay (see topology.Parse). Default "complete".
+	Topology string
+	// Algorithm is an algo name. Default "pfcc", the one that survives
+	// message loss, crashes and bit flips.
+	Algorithm string
+	// Epsilon is the target relative accuracy of the result. Default 1e-9.
+	Epsilon float64
+	// Tau is the checksum threshold of pflc and pfcc (0: their default).
+	Tau float64
+	// Tick is the period of the node's clock: how often it checks for
+	// silence, resends after loss and advances the result broadcast.
+	// Default 1ms.
+	Tick time.Duration
+	// Suspect is how long a neighbour may stay silent during an operation
+	// before this node declares it dead and excludes it (it is probed first).
+	// Default 1s.
+	Suspect time.Duration
+	// Seed seeds the node's random choices (with its ID and the epoch), so
+	// a run can be repeated. Zero is a valid seed.
+	Seed uint64
+	// Injector, if set, makes the injector for each operation of this node
+	// (silent-data-corruption experiments; see package sdc).
+	Injector func(epoch uint64) gossip.Injector
+	// Logger receives debug logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// resolved is a validated Config with its derived values.
+type resolved struct {
+	Config
+	graph topology.Graph
+	spec  algo.Spec
+	diam  int
+	theta float64
+	need  int
+	hash  uint64
+}
+
+func (c Config) resolve() (*resolved, error) {
+	if c.Topology == "" {
+		c.Topology = "complete"
+	}
+	if c.Algorithm == "" {
+		c.Algorithm = "pfcc"
+	}
+	if c.Epsilon == 0 {
+		c.Epsilon = 1e-9
+	}
+	if c.Tick == 0 {
+		c.Tick = time.Millisecond
+	}
+	if c.Suspect == 0 {
+		c.Suspect = time.Second
+	}
+	switch {
+	case c.Group == "":
+		return nil, fmt.Errorf("aggregate: %w: no group name", gossip.ErrInvalidConfig)
+	case c.Nodes < 1:
+		return nil, fmt.Errorf("aggregate: %w: %d nodes", gossip.ErrInvalidConfig, c.Nodes)
+	case int64(c.ID) >= int64(c.Nodes):
+		return nil, fmt.Errorf("aggregate: %w: id %d out of range [0, %d)", gossip.ErrInvalidConfig, c.ID, c.Nodes)
+	case !(c.Epsilon > 0 && c.Epsilon < 1):
+		return nil, fmt.Errorf("aggregate: %w: epsilon %v must be in (0, 1)", gossip.ErrInvalidConfig, c.Epsilon)
+	case c.Tau < 0 || math.IsNaN(c.Tau) || math.IsInf(c.Tau, 0):
+		return nil, fmt.Errorf("aggregate: %w: tau %v", gossip.ErrInvalidConfig, c.Tau)
+	case c.Tick < 0 || c.Suspect <= c.Tick:
+		return nil, fmt.Errorf("aggregate: %w: tick %v and suspect %v (need 0 < tick < suspect)", gossip.ErrInvalidConfig, c.Tick, c.Suspect)
+	}
+	spec, err := algo.Lookup(c.Algorithm)
+	if err != nil {
+		return nil, fmt.Errorf("aggregate: %w", err)
+	}
+	g, err := topology.Parse(c.Topology, c.Nodes)
+	if err != nil {
+		return nil, fmt.Errorf("aggregate: %w", err)
+	}
+	r := &resolved{Config: c, graph: g, spec: spec}
+	if !spec.Finite {
+		d, err := topology.Diameter(g)
+		if err != nil {
+			return nil, fmt.Errorf("aggregate: gossip needs a strongly connected overlay: %w", err)
+		}
+		r.diam = d
+		// Neighbours that agree within θ can still be D·θ apart across the
+		// group; the root's estimate lies within the spread of all
+		// estimates (α is a convex combination of them), so θ = ε/(2(D+1))
+		// leaves a factor two of margin.
+		r.theta = c.Epsilon / float64(2*(d+1))
+		// Agreement must hold across several messages, from several
+		// neighbours: up to 8, fewer on sparse overlays.
+		r.need = max(3, min(g.Degree(c.ID), 8))
+	}
+	r.hash = configHash(r)
+	return r, nil
+}
+
+// configHash identifies what every member must agree on.
+func configHash(r *resolved) uint64 {
+	h := fnv.New64a()
+	for _, s := range []string{
+		"gossipreduce/aggregate/v1", r.Group, strconv.Itoa(r.Nodes), r.graph.Name(), r.Algorithm,
+		strconv.FormatFloat(r.Epsilon, 'g', -1, 64), strconv.FormatFloat(r.Tau, 'g', -1, 64),
+	} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// Result is the outcome of one operation. Every live member of the group
+// gets the bitwise same Value, Live and Epoch.
+type Result struct {
+	// Value is the aggregate, one entry per input component.
+	Value []float64
+	// Epoch numbers the group's operations: the first is 1.
+	Epoch uint64
+	// Live is the number of members whose inputs the result covers: the
+	// group size minus the members declared dead during the operation.
+	Live int
+	// Root is the member whose estimate became the result.
+	Root gossip.NodeID
+	// Messages is the number of messages this member sent in the
+	// operation (gossip, broadcast and answers to late members).
+	Messages int
+	// Elapsed is the time from the start of the operation to the result.
+	Elapsed time.Duration
+	// At is when this member got the result, so that a stale one shows.
+	At time.Time
+}

@@ -1,0 +1,77 @@
+// Package aggregate is gossipreduce's live runtime: members of a group, in
+// one process or many, each call Average or Sum with their own vector, and
+// every live member gets back the bitwise same result, even when messages
+// are lost, members crash or bits flip.
+//
+//	tr, _ := transport.NewNATS(conn, transport.Options{})
+//	node, _ := aggregate.Join(ctx, tr, aggregate.Config{Group: "fleet", ID: id, Nodes: 16})
+//	res, err := node.Average(ctx, []float64{latency, queueLength})
+//
+// Each member runs one goroutine that drives a gossip.Machine (PFCC by
+// default; any algorithm of package algo) over a transport. Operations are
+// numbered (epochs): every member's n-th operation is the group's n-th, and
+// messages of different operations never mix. Members must Join before the
+// group's first operation starts, so that nothing sent to them is lost;
+// messages for an operation a member has not started yet wait for it.
+//
+// # Deciding that the group has converged
+//
+// A gossip estimate converges but never says so; the thesis (6.1) names a
+// fault-tolerant global convergence test as the first open problem. This
+// package answers it with a certificate piggybacked on every gossip message
+// (so it costs no extra message):
+//
+//   - Every message carries the sender's current estimate. A member compares
+//     it with its own after taking the message in; once θ-agreement has held
+//     for several consecutive messages (up to 8, from up to 8 neighbours) the
+//     member certifies itself stable. θ = ε/(2(D+1)), with D the overlay's
+//     diameter: neighbours that agree within θ are at most D·θ apart across
+//     the group.
+//   - The stable members of a generation form a set, merged (union) on every
+//     message. A certified member that later sees a disagreement (after a
+//     fault, an exclusion, a repaired bit flip) withdraws every certificate
+//     by starting a new generation; the newest generation wins every merge.
+//   - Members declared dead (below) form a second set, merged the same way;
+//     it only grows.
+//   - When every member is stable in the current generation or dead, the
+//     root, the lowest member not known dead, broadcasts its estimate. The
+//     exact aggregate is a convex combination of all estimates (mass
+//     conservation), so if all of them agree within ε/2, the root's is
+//     within ε/2 of the truth.
+//
+// The result goes out by a corrected-tree broadcast (package broadcast:
+// binomial tree, interleaved numbering, checked correction overlapped with
+// dissemination), which reaches every live member despite failed ones. A
+// member that has the result answers any gossip of that operation with it,
+// which covers broadcast messages lost in transit. Sum is the average times
+// the number of live members, taken from the root's dead set, so after a
+// member is excluded it is the survivors' sum.
+//
+// # Failures
+//
+// A neighbour silent for Config.Suspect/4 is probed (ping, pong); one silent
+// for Config.Suspect despite the probes is declared dead: this member
+// excludes it (flow algorithms then compute the aggregate of the survivors;
+// Push-Sum has lost whatever it sent there) and the dead set spreads. A
+// member that hears from a member it declared dead tells it so, and that one
+// returns ErrExcluded. If the root dies, the next lowest member takes over
+// after waiting Suspect/2 for a result the old root may have spread.
+//
+// The runtime assumes crash-stop failures and no network partition: the
+// members on each side of a partition lasting longer than Suspect would
+// declare the others dead and could each reach a result. A member that
+// finds itself the only one alive never decides alone. A root that dies in
+// the middle of its broadcast can, in a narrow window, leave some members
+// with its value while a successor broadcasts another.
+//
+// # Errors
+//
+// Bad input (NaN or Inf, an empty vector) is refused before anything is
+// sent. Members that disagree on the vector length end the operation with
+// ErrGroupMismatch and tell the others; members configured differently
+// never exchange a message (the configuration hash differs), and their
+// operations end with ErrNotConverged wrapping ErrGroupMismatch. When the
+// context ends first, the operation returns ErrNotConverged with this
+// member's own estimate, which the others do not share. Foreign and
+// malformed messages are dropped and counted (Stats, and transport.Stats).
+package aggregate

@@ -1,0 +1,281 @@
+package aggregate_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/aggregate"
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/internal/gossiptest"
+	"github.com/gossipreduce/gossipreduce/sdc"
+	"github.com/gossipreduce/gossipreduce/transport"
+)
+
+func memory(t *testing.T, loss float64, seed uint64) *transport.Memory {
+	t.Helper()
+	tr, err := transport.NewMemory(transport.MemoryOptions{Options: transport.Options{Loss: loss, Seed: seed}})
+	require.NoError(t, err)
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+func timeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestEveryAlgorithmAgrees(t *testing.T) {
+	for _, name := range []string{"ps", "pf", "pflc", "pfcc", "rdb", "central"} {
+		t.Run(name, func(t *testing.T) {
+			tr := memory(t, 0, 1)
+			nodes := group(t, tr, 12, aggregate.Config{Group: "algo-" + name, Algorithm: name, Epsilon: 1e-9})
+			inputs := gossiptest.Inputs(12, 3, 2)
+			res, errs := averageAll(timeout(t, 20*time.Second), nodes, inputs)
+			requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
+		})
+	}
+}
+
+func TestRepeatedOperationsNeverMix(t *testing.T) {
+	tr := memory(t, 0, 1)
+	nodes := group(t, tr, 8, aggregate.Config{Group: "epochs", Epsilon: 1e-10})
+	ctx := timeout(t, 20*time.Second)
+	for round := range 5 {
+		inputs := gossiptest.Inputs(8, 1, uint64(100+round))
+		res, errs := averageAll(ctx, nodes, inputs)
+		requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-10)
+		assert.Equal(t, uint64(round+1), res[0].Epoch)
+	}
+}
+
+func TestSumCountsTheLive(t *testing.T) {
+	tr := memory(t, 0, 1)
+	nodes := group(t, tr, 10, aggregate.Config{Group: "sum", Epsilon: 1e-10})
+	res := make([]aggregate.Result, 10)
+	errs := make([]error, 10)
+	var wg sync.WaitGroup
+	for i, nd := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i], errs[i] = nd.Sum(timeout(t, 20*time.Second), []float64{float64(i + 1)})
+		}()
+	}
+	wg.Wait()
+	requireAgreement(t, res, errs, []float64{55}, 1e-10)
+}
+
+func TestMessageLoss(t *testing.T) {
+	tr := memory(t, 0.2, 7)
+	nodes := group(t, tr, 16, aggregate.Config{Group: "loss", Epsilon: 1e-9})
+	inputs := gossiptest.Inputs(16, 1, 3)
+	res, errs := averageAll(timeout(t, 30*time.Second), nodes, inputs)
+	requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
+	assert.Positive(t, tr.Stats().Lost)
+}
+
+// crasher crashes its node (the transport drops everything to and from it,
+// and its operation is cancelled) once the node has sent after messages.
+type crasher struct {
+	tr     *transport.Memory
+	g      transport.Group
+	after  int
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (c *crasher) InjectMessage(gossip.InjectPoint, *gossip.Message) {}
+func (c *crasher) InjectState(p gossip.InjectPoint, _ gossip.Machine) {
+	if p.Sent >= c.after {
+		c.once.Do(func() {
+			c.tr.Crash(c.g, p.Node)
+			c.cancel()
+		})
+	}
+}
+
+// runWithCrashes runs one Average where the members in crash die after
+// sending a few messages; it returns the survivors' results and inputs.
+func runWithCrashes(t *testing.T, n int, algorithm string, crash []gossip.NodeID) ([]aggregate.Result, []error, [][]float64) {
+	t.Helper()
+	tr := memory(t, 0, 1)
+	name := "crash"
+	nodes := make([]*aggregate.Node, n)
+	ctxs := make([]context.Context, n)
+	for i := range nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		t.Cleanup(cancel)
+		ctxs[i] = ctx
+		cfg := aggregate.Config{Group: name, ID: gossip.NodeID(i), Nodes: n, Algorithm: algorithm, Epsilon: 1e-9,
+			Suspect: 150 * time.Millisecond}
+		for _, c := range crash {
+			if c == gossip.NodeID(i) {
+				cr := &crasher{tr: tr, after: 10, cancel: cancel}
+				cfg.Injector = func(uint64) gossip.Injector { return cr }
+				nd := joinOne(t, tr, cfg)
+				cr.g = transport.Group{Name: name, ConfigHash: nd.ConfigHash()}
+				nodes[i] = nd
+			}
+		}
+		if nodes[i] == nil {
+			nodes[i] = joinOne(t, tr, cfg)
+		}
+	}
+	inputs := gossiptest.Inputs(n, 1, 4)
+	res := make([]aggregate.Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, nd := range nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); res[i], errs[i] = nd.Average(ctxs[i], inputs[i]) }()
+	}
+	wg.Wait()
+	var sres []aggregate.Result
+	var serrs []error
+	var sin [][]float64
+	for i := range nodes {
+		dead := false
+		for _, c := range crash {
+			dead = dead || c == gossip.NodeID(i)
+		}
+		if dead {
+			assert.Error(t, errs[i], "a crashed node gets no result")
+			continue
+		}
+		sres = append(sres, res[i])
+		serrs = append(serrs, errs[i])
+		sin = append(sin, inputs[i])
+	}
+	return sres, serrs, sin
+}
+
+func joinOne(t *testing.T, tr transport.Transport, cfg aggregate.Config) *aggregate.Node {
+	nd, err := aggregate.Join(context.Background(), tr, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { nd.Close() })
+	return nd
+}
+
+func TestCrashedNodesAreExcluded(t *testing.T) {
+	res, errs, inputs := runWithCrashes(t, 16, "pfcc", []gossip.NodeID{5, 11})
+	requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
+	assert.Equal(t, 14, res[0].Live)
+}
+
+func TestRootCrash(t *testing.T) {
+	res, errs, inputs := runWithCrashes(t, 16, "pfcc", []gossip.NodeID{0})
+	requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
+	assert.Equal(t, 15, res[0].Live)
+	assert.NotEqual(t, gossip.NodeID(0), res[0].Root, "another member took over")
+}
+
+func TestBitFlipInAFlow(t *testing.T) {
+	for _, bit := range []int{3, 40, 56, 62} {
+		tr := memory(t, 0, 1)
+		cfgs := aggregate.Config{Group: "sdc", Algorithm: "pfcc", Epsilon: 1e-9}
+		flipper, err := sdc.NewSingle(bit, sdc.Flow, 8, 0)
+		require.NoError(t, err)
+		nodes := make([]*aggregate.Node, 16)
+		for i := range nodes {
+			c := cfgs
+			c.ID, c.Nodes = gossip.NodeID(i), 16
+			if i == 7 {
+				c.Injector = func(uint64) gossip.Injector { return flipper }
+			}
+			nodes[i] = joinOne(t, tr, c)
+		}
+		inputs := gossiptest.Inputs(16, 1, uint64(bit))
+		res, errs := averageAll(timeout(t, 30*time.Second), nodes, inputs)
+		require.Len(t, flipper.Flips(), 1, "bit %d: exactly one flip", bit)
+		requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
+	}
+}
+
+func TestBadInputs(t *testing.T) {
+	tr := memory(t, 0, 1)
+	nd := joinOne(t, tr, aggregate.Config{Group: "bad", ID: 0, Nodes: 2})
+	ctx := timeout(t, 5*time.Second)
+	_, err := nd.Average(ctx, []float64{1, math.NaN()})
+	assert.ErrorIs(t, err, gossip.ErrNotFinite)
+	_, err = nd.Average(ctx, []float64{math.Inf(1)})
+	assert.ErrorIs(t, err, gossip.ErrNotFinite)
+	_, err = nd.Average(ctx, nil)
+	assert.ErrorIs(t, err, gossip.ErrLength)
+
+	for name, cfg := range map[string]aggregate.Config{
+		"no group":     {Nodes: 2},
+		"id too large": {Group: "g", ID: 2, Nodes: 2},
+		"eps":          {Group: "g", Nodes: 2, Epsilon: 2},
+		"algorithm":    {Group: "g", Nodes: 2, Algorithm: "magic"},
+		"topology":     {Group: "g", Nodes: 6, Topology: "hypercube"},
+		"acyclic":      {Group: "g", Nodes: 8, Topology: "dhypercube"},
+		"tick":         {Group: "g", Nodes: 2, Tick: time.Second, Suspect: time.Millisecond},
+	} {
+		_, err := aggregate.Join(context.Background(), tr, cfg)
+		assert.Error(t, err, name)
+		assert.Contains(t, err.Error(), "aggregate:", name)
+	}
+	_, err = aggregate.Join(context.Background(), nil, aggregate.Config{Group: "g", Nodes: 1})
+	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)
+}
+
+func TestMismatchedVectorLengths(t *testing.T) {
+	tr := memory(t, 0, 1)
+	nodes := group(t, tr, 4, aggregate.Config{Group: "len", Epsilon: 1e-9})
+	inputs := [][]float64{{1, 2}, {1, 2}, {1}, {1, 2}}
+	_, errs := averageAll(timeout(t, 5*time.Second), nodes, inputs)
+	mismatched := 0
+	for _, err := range errs {
+		if errors.Is(err, aggregate.ErrGroupMismatch) {
+			mismatched++
+		}
+	}
+	assert.Positive(t, mismatched, "somebody notices the other length: %v", errs)
+	for _, err := range errs {
+		assert.Error(t, err, "nobody returns a result from a group that disagrees")
+	}
+}
+
+func TestMismatchedConfigurations(t *testing.T) {
+	tr := memory(t, 0, 1)
+	a := joinOne(t, tr, aggregate.Config{Group: "cfg", ID: 0, Nodes: 2, Epsilon: 1e-9, Suspect: 50 * time.Millisecond})
+	b := joinOne(t, tr, aggregate.Config{Group: "cfg", ID: 1, Nodes: 2, Epsilon: 1e-6, Suspect: 50 * time.Millisecond})
+	_, errs := averageAll(timeout(t, time.Second), []*aggregate.Node{a, b}, [][]float64{{1}, {2}})
+	for _, err := range errs {
+		assert.ErrorIs(t, err, aggregate.ErrNotConverged)
+		assert.ErrorIs(t, err, aggregate.ErrGroupMismatch)
+	}
+}
+
+func TestDeadlineGivesTheBestEstimate(t *testing.T) {
+	tr := memory(t, 0, 1)
+	// Node 1 never takes part: node 0 cannot converge and must not hang.
+	a := joinOne(t, tr, aggregate.Config{Group: "alone", ID: 0, Nodes: 2})
+	start := time.Now()
+	res, err := a.Average(timeout(t, 200*time.Millisecond), []float64{3})
+	assert.ErrorIs(t, err, aggregate.ErrNotConverged)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, []float64{3}, res.Value, "its own estimate")
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestClose(t *testing.T) {
+	tr := memory(t, 0, 1)
+	a := joinOne(t, tr, aggregate.Config{Group: "close", ID: 0, Nodes: 2})
+	errc := make(chan error, 1)
+	go func() { _, err := a.Average(context.Background(), []float64{1}); errc <- err }()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, a.Close())
+	assert.ErrorIs(t, <-errc, aggregate.ErrClosed)
+	assert.NoError(t, a.Close(), "twice is fine")
+	_, err := a.Average(context.Background(), []float64{1})
+	assert.ErrorIs(t, err, aggregate.ErrClosed)
+}
