@@ -40,9 +40,14 @@ func (m *Machine) verify(out []gossip.Message) []gossip.Message {
 			m.zero(n)
 			continue
 		}
-		m.suspect[n] = true
-		m.cnt.Requests++
-		out = m.send(n, out)
+		// Ask the neighbour for its flow, once, and again only if no answer
+		// came within repairResend steps.
+		if !m.suspect[n] || m.steps-m.asked[n] >= repairResend {
+			m.suspect[n] = true
+			m.asked[n] = m.steps
+			m.cnt.Requests++
+			out = m.sendRepair(n, out)
+		}
 	}
 	if residual(m.input, m.k) != 0 {
 		if m.lastOK && flowsOK {

@@ -91,7 +91,21 @@ type Machine struct {
 	suspect []bool    // PFCC: flows found corrupted, waiting for the neighbour
 	e       []float64 // scratch
 	cnt     Counters
+	steps   uint64   // Tick and Step calls: the machine's clock
+	asked   []uint64 // PFCC: per neighbour, steps at the last repair request
+	owed    int      // PFCC: pushes held back while waiting for a repair
 }
+
+// tagRepair marks PFCC's repair requests and replies (thesis Algorithm 6,
+// lines 6 and 16). They are extra messages: a receiver takes the flow in but
+// does not push in answer, so they never become tokens that circulate for
+// good (every node answers each ordinary push with exactly one push).
+const tagRepair = 1 << 63
+
+// repairResend is how many steps a PFCC node waits for the answer to a
+// repair request before it asks again (the request or the answer may have
+// been lost).
+const repairResend = 8
 
 // New returns Push-Flow (thesis Algorithm 3) with acknowledged flows, which
 // keep flow conservation under concurrent, lost and reordered messages (see
@@ -160,6 +174,7 @@ func build(cfg gossip.Config, pkg string, tagged bool, c Correction) (*Machine, 
 	m.gone = make([]bool, deg)
 	m.sent = make([]uint32, deg)
 	m.recv = make([]uint32, deg)
+	m.asked = make([]uint64, deg)
 	m.pendSeq = make([][]uint32, deg)
 	m.pendVal = make([][]float64, deg)
 	m.e = make([]float64, m.width)
@@ -200,8 +215,9 @@ func (m *Machine) flow(n int) []float64 { return m.flows[n*m.width : (n+1)*m.wid
 // Tick verifies the local state (checked machines) and pushes half of the
 // estimate to a random neighbour.
 func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
+	m.steps++
 	out = m.verify(out)
-	out = m.push(out)
+	out = m.push(out, false)
 	m.settle()
 	return out
 }
@@ -215,9 +231,12 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	if err != nil {
 		return out, err
 	}
+	m.steps++
 	out = m.verify(out)
 	out = m.receive(n, msg, out)
-	out = m.push(out)
+	if msg.Tag&tagRepair == 0 {
+		out = m.push(out, true)
+	}
 	m.settle()
 	return out, nil
 }
@@ -248,7 +267,7 @@ func (m *Machine) check(msg gossip.Message) (int, error) {
 // receive applies the flow f_ji carried by msg from neighbour n.
 func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gossip.Message {
 	if m.tagged {
-		seq, ack := uint32(msg.Tag>>32), uint32(msg.Tag)
+		seq, ack := uint32(msg.Tag>>32)&^(tagRepair>>32), uint32(msg.Tag)
 		if seq <= m.recv[n] {
 			m.cnt.Stale++
 			return out
@@ -267,7 +286,7 @@ func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gos
 			m.zero(n)
 		}
 		m.cnt.Replies++
-		return m.send(n, out)
+		return m.sendRepair(n, out)
 	}
 	own := m.flow(n)
 	for c := range own {
@@ -323,12 +342,28 @@ func (m *Machine) zero(n int) {
 // push sends half of the estimate to a random live neighbour (Algorithm 3
 // lines 2-5). A PFCC node that waits for the repair of a corrupted flow does
 // not push: its estimate is unknown until the repair arrives, and the
-// request it sent this step keeps the exchange going.
-func (m *Machine) push(out []gossip.Message) []gossip.Message {
+// request it sent keeps the exchange going. A push held back in answer to a
+// received message (answer) is owed and made once the repair has arrived,
+// so that waiting does not remove messages from circulation; one held back
+// on a Tick is simply skipped.
+func (m *Machine) push(out []gossip.Message, answer bool) []gossip.Message {
 	if m.waitingRepair() {
 		m.cnt.HeldBack++
+		if answer {
+			m.owed++ // a push owed for a message received: paid back later
+		}
 		return out
 	}
+	// Pay back the pushes held while a repair was awaited, so that the
+	// number of messages in circulation stays what it was.
+	for ; m.owed > 0; m.owed-- {
+		out = m.pushOnce(out)
+	}
+	return m.pushOnce(out)
+}
+
+// pushOnce is one push: half the estimate to a random live neighbour.
+func (m *Machine) pushOnce(out []gossip.Message) []gossip.Message {
 	n, ok := m.pick()
 	if !ok {
 		return out
@@ -347,6 +382,14 @@ func (m *Machine) push(out []gossip.Message) []gossip.Message {
 		m.pendVal[n] = append(m.pendVal[n], e...)
 	}
 	return m.send(n, out)
+}
+
+// sendRepair sends the current flow to neighbour n as a repair request or
+// answer: marked, so that the receiver does not push in turn.
+func (m *Machine) sendRepair(n int, out []gossip.Message) []gossip.Message {
+	out = m.send(n, out)
+	out[len(out)-1].Tag |= tagRepair
+	return out
 }
 
 // send appends a message carrying the current flow to neighbour n.

@@ -130,6 +130,10 @@ func (n *Net) post(msgs []gossip.Message) {
 	}
 }
 
+// Pending returns the undelivered messages (the network's own slice: do not
+// keep or modify it).
+func (n *Net) Pending() []gossip.Message { return n.inFlight }
+
 // InFlight returns the number of undelivered messages.
 func (n *Net) InFlight() int { return len(n.inFlight) }
 
