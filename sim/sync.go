@@ -13,15 +13,19 @@ import (
 )
 
 // DefaultMaxRounds is the round limit [RunSync] applies when
-// [SyncConfig.MaxRounds] is zero. A hypercube of 2^20 nodes needs about 400
-// rounds to reach ε = 1e-13; a ring of N nodes needs of the order of N²
-// rounds, so long rings need an explicit, larger limit.
+// [SyncConfig.MaxRounds] is zero. A hypercube of 2^20 nodes needs about 500
+// Jacobi rounds to reach ε = 1e-13; a ring of N nodes needs of the order of
+// N² rounds, so long rings need an explicit, larger limit.
 const DefaultMaxRounds = 100_000
 
-// defaultChunkBits sets the chunk of 2^14 nodes the Jacobi mode works on (see
-// [RunSync]): its round-start and next-round states take 2 × 256 KiB, which
-// stays in a core's L2 cache while the chunk's in-chunk sends are applied.
+// defaultChunkBits sets the chunk of 2^14 nodes the Jacobi mode works on
+// (see [RunSync]): the chunk's round-start and next pairs take 2 × 256 KiB
+// and stay in a core's L2 cache while its sends are added.
 const defaultChunkBits = 14
+
+// maxNodes is the largest overlay RunSync accepts: 2^31 nodes, 64 GiB of
+// state in Jacobi mode.
+const maxNodes = 1 << 31
 
 // SyncConfig configures [RunSync], the synchronous-round Push-Sum simulator.
 type SyncConfig struct {
@@ -51,10 +55,10 @@ type SyncConfig struct {
 	// uses the state at the start of the round.
 	Sequential bool
 	// Progress, if set, is called from the goroutine that called RunSync
-	// once for every round r = 0, 1, … whose state has been measured, with
-	// the largest relative error over all nodes after r rounds (r = 0 is the
-	// inputs). In Sequential mode the error of a round r ≥ 1 is the residual
-	// of Algorithm 7, line 10 (see RunSync).
+	// once for every round r = 0, 1, … that was measured, with the largest
+	// relative error over all nodes after r rounds (r = 0 is the inputs). In
+	// Sequential mode the error of a round r ≥ 1 is the residual of
+	// Algorithm 7, line 10 (see RunSync).
 	Progress func(round int, maxRelErr float64)
 
 	// chunkBits overrides defaultChunkBits when positive; tests shrink it
@@ -73,7 +77,8 @@ type SyncResult struct {
 	// rounds, |x_i/w_i - α| / |α| (the absolute error if α = 0; +Inf if some
 	// estimate is NaN).
 	MaxRelError float64
-	// Aggregate is α, the exact average of the inputs (compensated sum).
+	// Aggregate is α, the average of the inputs, rounded once from their
+	// exact sum.
 	Aggregate float64
 	// Seed is the seed the run used; SyncConfig{Seed: Seed} replays it.
 	Seed uint64
@@ -85,54 +90,68 @@ type SyncResult struct {
 	// Hypercube reports whether the hypercube fast path was taken.
 	Hypercube bool
 	// StateBytes is the memory the run held for its state at its peak:
-	// node pairs plus the buffers of sends between chunks.
+	// node pairs, targets and the lists of sends between chunks.
 	StateBytes int64
 }
 
 // RunSync simulates Push-Sum in average mode on scalar data in synchronous
-// rounds, for up to billions of nodes, and reports how many rounds it took
-// until every node's estimate is ε-accurate.
+// rounds, for up to 2^31 nodes, and reports how many rounds it took until
+// every node's estimate is ε-accurate.
 //
 // Node i starts with x_i drawn uniformly from [0, 1) and w_i = 1. In every
 // round every node halves its pair (x_i, w_i) and sends the half to a
-// neighbour chosen uniformly at random; its estimate is y_i = x_i / w_i. The
-// exact aggregate α = Σ x_i / N is computed once with Neumaier's compensated
-// sum, and the run stops after the first round whose state has every
-// |y_i - α| / |α| ≤ Epsilon, after MaxRounds rounds, or when ctx is done.
-// Running out of rounds is not an error (Converged is false); a cancelled
-// context returns the partial result with ctx.Err() wrapped.
+// neighbour chosen uniformly at random; its estimate is y_i = x_i / w_i.
+// The exact aggregate α = Σ x_i / N is rounded once from the exact sum of
+// the inputs (each is an integer times 2^-53, so the sum is an integer
+// computed exactly). The run stops after the first round whose state has
+// every |y_i - α| / |α| ≤ Epsilon, after MaxRounds rounds, or when ctx is
+// done (checked once per round). Running out of rounds is not an error
+// (Converged is false); a cancelled context returns the partial result with
+// ctx.Err() wrapped.
 //
 // # Randomness
 //
-// Inputs and neighbour choices come from a counter-based hash (a splitmix64
-// finaliser) of (seed, round, node), not from a sequential generator: any
-// worker can draw node i's choice of round r on its own, so the run is the
-// same whatever the number of workers. Neighbour k of node i is taken with
-// k = ⌊h · degree / 2^64⌋ for the 64-bit hash h. bench/alg7/alg7.c draws
-// the same numbers, so its Algorithm 7 loop and Sequential mode can be
-// checked against each other round for round.
+// Inputs and neighbour choices come from a counter-based hash of (seed,
+// round, node), not from a sequential generator: any worker can draw node
+// i's choice of round r on its own, so the run is the same whatever the
+// number of workers. Round r's key is a splitmix64 finaliser of the seed
+// and r; node i's 64-bit number h is wyrand's output for the state key +
+// (i+1)·γ; neighbour k = ⌊h · degree / 2^64⌋ is taken. bench/alg7/alg7.c
+// draws the same numbers, so its Algorithm 7 loop and the Sequential mode
+// can be checked against each other round for round.
 //
 // # Jacobi mode (default)
 //
 // The state is two arrays of interleaved (x, w) pairs, 16 bytes per node
-// each: the round-start state, read only during the round, and the next
-// state. Nodes are split into chunks of 2^14 nodes, and the chunks into
-// contiguous ranges, one per worker. A round has two phases separated by a
-// barrier. In the first, each worker walks its chunks in order; node i
-// measures its round-start estimate (this is the convergence check, fused
-// into the pass, so the error after round r is known during round r+1 and
-// the run stops having done the first phase of one extra round), adds its
-// half to its own next pair, and sends the other half: straight into the
-// next pair if the target lies in the same chunk, otherwise it records the
-// pair (sender, target) in a buffer per destination worker. In the second
-// phase each worker applies the buffered sends aimed at its own chunks, in
-// the order of the sending workers. Each next pair is therefore the sum,
-// from zero, of the sends from its own chunk in increasing sender order
-// followed by the sends from other chunks in increasing sender order: an
-// order fixed by the chunk size, not by the number of workers, so the
-// floating-point results are bit-identical for any Workers. Memory: 32
-// bytes per node plus 8 bytes per cross-chunk send (at most N per round,
-// about 30% of N on a 2^20 hypercube), with slack for buffer growth.
+// each: the round-start state, only read during a round, and the next
+// state; plus every node's target for the round (4 bytes). Nodes are split
+// into chunks of 2^14, and the chunks into contiguous ranges, one per
+// worker. A round is one pass of each worker over its chunks, then a
+// barrier. For each chunk, the worker
+//
+//  1. zeroes the chunk's next pairs;
+//  2. adds the sends other chunks make to it in this round, which their
+//     workers listed during the previous round (by sending worker, each
+//     list in sender order);
+//  3. walks the chunk's nodes in order: each adds one half of its
+//     round-start pair to its own next pair and the other to its target's
+//     if the target lies in the chunk;
+//  4. walks the chunk again, now complete: measures each node's estimate
+//     (the convergence check, on data still in cache, so it costs no pass
+//     over memory), draws its target for the next round, and lists the
+//     send if it leaves the chunk.
+//
+// Each next pair is thus the sum, from zero, of the sends from other chunks
+// in increasing sender order and then those from its own chunk in
+// increasing sender order: an order fixed by the chunk size, not by the
+// number of workers, so the floating-point results are bit-identical for
+// any Workers. A listed send carries its half pair on the hypercube fast
+// path while at most 40% of the sends leave their chunk (24 bytes each, on
+// a 2^20 hypercube about 30% of the nodes), so that the receiver reads it
+// in order; otherwise, to stay within the memory budget when almost every
+// send leaves its chunk, it carries only (sender, target) (8 bytes) and the
+// receiver reads the sender's pair. Two rounds' lists coexist. Memory: 36
+// bytes per node plus the lists, at most 64 bytes per node in all.
 //
 // # Sequential mode
 //
@@ -144,8 +163,8 @@ type SyncResult struct {
 // the round. When the residual is ≤ Epsilon, one extra pass measures the
 // end-of-round state, and the run stops only if that too is within Epsilon,
 // so a converged result is always ε-accurate as reported. Gauss-Seidel
-// mixing uses values sent earlier in the same round and usually needs fewer
-// rounds than Jacobi.
+// mixing uses values sent earlier in the same round and needs fewer rounds
+// than Jacobi.
 func RunSync(ctx context.Context, cfg SyncConfig) (SyncResult, error) {
 	s, err := newSyncRun(cfg)
 	if err != nil {
@@ -156,6 +175,16 @@ func RunSync(ctx context.Context, cfg SyncConfig) (SyncResult, error) {
 
 // pair is a node's (x, w), interleaved for locality.
 type pair [2]float64
+
+// carried is a send between chunks that carries its half pair, so that the
+// receiving chunk need not read the sender's.
+type carried struct {
+	to   uint32
+	half pair
+}
+
+// none marks an invalid target in the list of targets; no node has it.
+const none = math.MaxUint32
 
 // syncRun holds one run's validated configuration and state.
 type syncRun struct {
@@ -172,20 +201,29 @@ type syncRun struct {
 	scale float64 // |α|, or 1 when α = 0 (absolute error, as gossip.RelError)
 
 	cur, next []pair // round-start and next state (Jacobi); cur only (Sequential)
-	chunkLo   []int  // worker w owns chunks [chunkLo[w], chunkLo[w+1])
-	owner     []int32
-	bufs      [][][]uint64 // bufs[from][to]: (sender<<32 | target) of cross-chunk sends
+	// tg holds every node's target for the round at hand (Jacobi, set
+	// during the previous round), or one chunk's (Sequential).
+	tg      []uint32
+	chunkLo []int // worker w owns chunks [chunkLo[w], chunkLo[w+1])
+	// in[w][c] lists this round's sends from worker w's nodes into chunk c
+	// from other chunks, in sender order, as sender<<32 | target, or with
+	// their halves in cin when carry is set; out and cout collect the next
+	// round's.
+	carry     bool
+	in, out   [][][]uint64
+	cin, cout [][][]carried
 	stats     []workerStat
 }
 
 // workerStat is one worker's findings in a pass, padded to a cache line so
 // that workers do not share one.
 type workerStat struct {
-	maxAbs  float64 // max |y_i - α|, NaN if some y_i is NaN
-	bad     bool    // the overlay returned an invalid neighbour or degree
-	badNode int
-	badTo   int // the neighbour returned, or -1 for a degree ≤ 0
-	_       [32]byte
+	err          maxErr // the worker's nodes' max |y_i - α|
+	sumHi, sumLo uint64 // Σ of the inputs' 53-bit integers, as 128 bits
+	bad          bool   // the overlay returned an invalid neighbour or degree
+	badNode      int
+	badTo        int // the neighbour returned, or -1 for a degree ≤ 0
+	_            [8]byte
 }
 
 // hypercubeOverlay is what the fast path asks of an overlay.
@@ -199,8 +237,8 @@ func newSyncRun(cfg SyncConfig) (*syncRun, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("sim: %w: overlay has %d nodes", gossip.ErrInvalidConfig, n)
 	}
-	if uint64(n) > 1<<32 {
-		return nil, fmt.Errorf("sim: %w: %d nodes exceed the 2^32 node ids", gossip.ErrInvalidConfig, n)
+	if n > maxNodes {
+		return nil, fmt.Errorf("sim: %w: %d nodes, more than the 2^31 supported", gossip.ErrInvalidConfig, n)
 	}
 	if !(cfg.Epsilon > 0 && cfg.Epsilon < 1) {
 		return nil, fmt.Errorf("sim: %w: epsilon %v must lie in (0, 1)", gossip.ErrInvalidConfig, cfg.Epsilon)
@@ -223,7 +261,7 @@ func newSyncRun(cfg SyncConfig) (*syncRun, error) {
 		s.maxRounds = DefaultMaxRounds
 	}
 	if cfg.chunkBits > 0 {
-		s.chunkBits = min(cfg.chunkBits, 32)
+		s.chunkBits = min(cfg.chunkBits, 31)
 	}
 	s.dim = hypercubeDim(cfg.Overlay, n)
 	if s.dim == 0 {
@@ -234,26 +272,31 @@ func newSyncRun(cfg SyncConfig) (*syncRun, error) {
 			}
 		}
 	}
+	chunks := (n-1)>>s.chunkBits + 1
 	s.workers = 1
 	if !cfg.Sequential {
-		w := cfg.Workers
-		if w == 0 {
-			w = runtime.GOMAXPROCS(0)
+		s.workers = cfg.Workers
+		if s.workers == 0 {
+			s.workers = runtime.GOMAXPROCS(0)
 		}
-		chunks := s.chunkOf(n-1) + 1
-		s.workers = min(w, chunks)
-		s.chunkLo = make([]int, s.workers+1)
-		s.owner = make([]int32, chunks)
-		for k := range s.workers {
-			s.chunkLo[k+1] = (k + 1) * chunks / s.workers
-			for c := s.chunkLo[k]; c < s.chunkLo[k+1]; c++ {
-				s.owner[c] = int32(k)
+		s.workers = min(s.workers, chunks)
+		// On the hypercube a send leaves its chunk when it crosses one of
+		// the dim - chunkBits highest dimensions.
+		s.carry = s.dim > 0 && 5*(s.dim-int(s.chunkBits)) <= 2*s.dim
+		lists := func() [][][]uint64 { return make([][][]uint64, s.workers) }
+		carriedLists := func() [][][]carried { return make([][][]carried, s.workers) }
+		s.in, s.out, s.cin, s.cout = lists(), lists(), carriedLists(), carriedLists()
+		for w := range s.workers {
+			if s.carry {
+				s.cin[w], s.cout[w] = make([][]carried, chunks), make([][]carried, chunks)
+			} else {
+				s.in[w], s.out[w] = make([][]uint64, chunks), make([][]uint64, chunks)
 			}
 		}
-		s.bufs = make([][][]uint64, s.workers)
-		for k := range s.bufs {
-			s.bufs[k] = make([][]uint64, s.workers)
-		}
+	}
+	s.chunkLo = make([]int, s.workers+1)
+	for w := range s.workers {
+		s.chunkLo[w+1] = (w + 1) * chunks / s.workers
 	}
 	s.stats = make([]workerStat, s.workers)
 	return s, nil
@@ -267,7 +310,7 @@ func hypercubeDim(g gossip.Neighborhood, n int) int {
 		return 0
 	}
 	d := h.Dim()
-	if d < 1 || d > 32 || uint64(n) != 1<<uint(d) {
+	if d < 1 || d > 31 || n != 1<<d {
 		return 0
 	}
 	probe := []int{0, n - 1, n / 2, int(mix64(uint64(n)) % uint64(n))}
@@ -284,14 +327,14 @@ func hypercubeDim(g gossip.Neighborhood, n int) int {
 	return d
 }
 
-func (s *syncRun) chunkOf(i int) int { return i >> s.chunkBits }
-
-// Randomness: splitmix64 streams keyed by the seed. Stream 0 draws the
-// inputs, stream r ≥ 1 the neighbour choices of round r; value number i of a
-// stream with key k is mix64(k + golden·(i+1)).
+// Randomness. The key of stream r (0: inputs, r ≥ 1: round r) is a
+// splitmix64 finaliser of the seed's key and r; value number i of a stream
+// with key k is wyrand's output for the state k + (i+1)·wyInc.
 const (
 	golden   = 0x9e3779b97f4a7c15
 	seedSalt = 0x5eed5eed5eed5eed
+	wyInc    = 0xa0761d6478bd642f
+	wyXor    = 0xe7037ed1a0b428db
 )
 
 // mix64 is the splitmix64 finaliser, a bijection on 64-bit words whose
@@ -302,18 +345,21 @@ func mix64(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// streamKey is the key of stream r (0: inputs, r ≥ 1: round r) of the run
-// whose seed gave base.
+// streamKey is the key of stream r of the run whose seed gave base.
 func streamKey(base uint64, r int) uint64 { return mix64(base + golden*uint64(r)) }
 
 // draw is value number i of the stream with key k.
-func draw(k uint64, i int) uint64 { return mix64(k + golden*uint64(i+1)) }
+func draw(k uint64, i int) uint64 {
+	s := k + wyInc*uint64(i+1)
+	hi, lo := bits.Mul64(s, s^wyXor)
+	return hi ^ lo
+}
 
 // input is node i's x_i, uniform on [0, 1) with 53 random bits.
 func input(k uint64, i int) float64 { return float64(draw(k, i)>>11) * 0x1p-53 }
 
 // cubeBit is 2^k for the hypercube fast path's neighbour k = ⌊h · dim /
-// 2^64⌋: node i sends to i XOR cubeBit(h, dim). It inlines into the loops.
+// 2^64⌋: node i sends to i XOR cubeBit(h, dim).
 func cubeBit(h, dim uint64) int {
 	k, _ := bits.Mul64(h, dim)
 	return 1 << (k & 63)
@@ -321,8 +367,7 @@ func cubeBit(h, dim uint64) int {
 
 // neighbor is the overlay's neighbour k = ⌊h · degree / 2^64⌋ of node i,
 // for the hash h of (seed, round, i). A generic overlay may answer with a
-// node out of range, or a degree < 1, for which neighbor returns -1; the
-// loops check the range.
+// node out of range, or a degree < 1, for which neighbor returns -1.
 func (s *syncRun) neighbor(h uint64, i int) int {
 	deg := s.g.Degree(gossip.NodeID(i))
 	if deg < 1 {
@@ -332,55 +377,254 @@ func (s *syncRun) neighbor(h uint64, i int) int {
 	return int(s.g.Neighbor(gossip.NodeID(i), int(k)))
 }
 
-// init allocates the state, draws the inputs and computes α, without a
-// second array of inputs. Every input is an integer m_i < 2^53 times 2^-53,
-// so Σ m_i (below 2^85) is summed exactly in 128 bits and α is Σ m_i ·
-// 2^-53 / N correctly rounded: exact to half an ulp, tighter than any
-// compensated sum of the x_i.
-func (s *syncRun) init() {
-	s.cur = make([]pair, s.n)
-	if !s.cfg.Sequential {
-		s.next = make([]pair, s.n)
+// chunk returns the node range [lo, hi) of chunk c.
+func (s *syncRun) chunk(c int) (lo, hi int) {
+	lo = c << s.chunkBits
+	return lo, min(lo+1<<s.chunkBits, s.n)
+}
+
+// parallel runs f(0), …, f(workers-1), f(0) on the calling goroutine.
+func (s *syncRun) parallel(f func(w int)) {
+	if s.workers == 1 {
+		f(0)
+		return
 	}
-	k := streamKey(s.base, 0)
-	var hi, lo uint64
-	for i := range s.cur {
-		x := input(k, i)
-		s.cur[i] = pair{x, 1}
-		m := uint64(x * 0x1p53) // exact
-		var carry uint64
-		lo, carry = bits.Add64(lo, m, 0)
-		hi += carry
+	var wg sync.WaitGroup
+	for w := 1; w < s.workers; w++ {
+		wg.Go(func() { f(w) })
 	}
-	sum := new(big.Int).Lsh(new(big.Int).SetUint64(hi), 64)
-	sum.Or(sum, new(big.Int).SetUint64(lo))
+	f(0)
+	wg.Wait()
+}
+
+// init computes α and allocates and fills the state, each worker for its
+// own chunks, without a second array of inputs. Every input is an integer
+// m_i < 2^53 times 2^-53, so Σ m_i (below 2^84) is summed exactly in 128
+// bits, and α = Σ m_i · 2^-53 / N is rounded once: exact to half an ulp,
+// and the same whatever the number of workers. In Jacobi mode init also
+// measures the inputs and lists the sends of round 1; it returns the
+// relative error of the inputs in Jacobi mode, and NaN in Sequential mode.
+func (s *syncRun) init() float64 {
+	k0 := streamKey(s.base, 0)
+	s.parallel(func(w int) {
+		st := &s.stats[w]
+		*st = workerStat{}
+		lo, _ := s.chunk(s.chunkLo[w])
+		hi := min(s.chunkLo[w+1]<<s.chunkBits, s.n)
+		for i := lo; i < hi; i++ {
+			var carry uint64
+			st.sumLo, carry = bits.Add64(st.sumLo, draw(k0, i)>>11, 0)
+			st.sumHi += carry
+		}
+	})
+	sum, part := new(big.Int), new(big.Int)
+	for _, st := range s.stats {
+		part.SetUint64(st.sumHi).Lsh(part, 64).Or(part, new(big.Int).SetUint64(st.sumLo))
+		sum.Add(sum, part)
+	}
 	num := new(big.Float).SetInt(sum)
-	den := new(big.Float).SetInt64(int64(s.n))
 	num.SetMantExp(num, -53) // exact: a power of two
-	s.alpha, _ = new(big.Float).SetPrec(53).Quo(num, den).Float64()
+	s.alpha, _ = new(big.Float).SetPrec(53).Quo(num, new(big.Float).SetInt64(int64(s.n))).Float64()
 	s.scale = math.Abs(s.alpha)
 	if s.scale == 0 {
 		s.scale = 1
 	}
+
+	s.cur = make([]pair, s.n)
+	if s.cfg.Sequential {
+		s.tg = make([]uint32, min(1<<s.chunkBits, s.n))
+	} else {
+		s.next = make([]pair, s.n)
+		s.tg = make([]uint32, s.n)
+	}
+	k1 := streamKey(s.base, 1)
+	s.parallel(func(w int) {
+		if !s.cfg.Sequential {
+			s.reserve(w, k1)
+		}
+		m := newMaxErr(s.alpha)
+		for c := s.chunkLo[w]; c < s.chunkLo[w+1]; c++ {
+			lo, hi := s.chunk(c)
+			for i := lo; i < hi; i++ {
+				s.cur[i] = pair{input(k0, i), 1}
+			}
+			if !s.cfg.Sequential {
+				m = s.list(w, c, k1, s.cur, m)
+			}
+		}
+		s.stats[w].err = m
+	})
+	if s.cfg.Sequential {
+		return math.NaN()
+	}
+	return s.workerError()
 }
 
-// relError turns max |y_i - α| into the relative error of equation 4.1,
-// +Inf if some estimate was NaN (so that it never looks converged).
-func (s *syncRun) relError(maxAbs float64) float64 {
-	if math.IsNaN(maxAbs) {
+// reserve sizes worker w's lists, for both rounds at hand, from its sends
+// of round 1 (key rk), with a sixteenth more and a few to spare, so that
+// they seldom grow: a list that grows leaves its old copy behind as
+// garbage, and the memory budget has no room for that.
+func (s *syncRun) reserve(w int, rk uint64) {
+	count := make([]int, (s.n-1)>>s.chunkBits+1)
+	for c := s.chunkLo[w]; c < s.chunkLo[w+1]; c++ {
+		lo, hi := s.chunk(c)
+		tg := s.tg[lo:hi]
+		s.targets(w, tg, lo, rk)
+		for _, t := range tg {
+			if to := int(t) >> s.chunkBits; to != c && t != none {
+				count[to]++
+			}
+		}
+	}
+	for to, k := range count {
+		if k == 0 {
+			continue
+		}
+		k += k/16 + 8
+		if s.carry {
+			s.cin[w][to], s.cout[w][to] = make([]carried, 0, k), make([]carried, 0, k)
+		} else {
+			s.in[w][to], s.out[w][to] = make([]uint64, 0, k), make([]uint64, 0, k)
+		}
+	}
+}
+
+// targets fills tg with where the nodes lo, lo+1, … send in the round with
+// key rk, so that the loops using them stay small and make no calls. An
+// invalid answer from a generic overlay is noted in worker w's stat and
+// becomes none.
+func (s *syncRun) targets(w int, tg []uint32, lo int, rk uint64) {
+	if s.dim > 0 {
+		dim := uint64(s.dim)
+		for k := range tg {
+			i := lo + k
+			tg[k] = uint32(i ^ cubeBit(draw(rk, i), dim))
+		}
+		return
+	}
+	for k := range tg {
+		i := lo + k
+		t := s.neighbor(draw(rk, i), i)
+		if uint(t) >= uint(s.n) {
+			if st := &s.stats[w]; !st.bad {
+				st.bad, st.badNode, st.badTo = true, i, t
+			}
+			t = none
+		}
+		tg[k] = uint32(t)
+	}
+}
+
+// list measures chunk c of state, which is complete, into m; sets the
+// chunk's targets for the round with key rk; and lists, for worker w, the
+// sends that leave the chunk, in sender order.
+func (s *syncRun) list(w, c int, rk uint64, state []pair, m maxErr) maxErr {
+	lo, hi := s.chunk(c)
+	tg := s.tg[lo:hi]
+	s.targets(w, tg, lo, rk)
+	cb := s.chunkBits
+	out, cout := s.out[w], s.cout[w]
+	for k, t := range tg {
+		p := state[lo+k]
+		if !m.below(p) {
+			m = m.add(m.err(p))
+		}
+		if to := int(t) >> cb; to != c && t != none {
+			if s.carry {
+				cout[to] = push(cout[to], carried{t, pair{p[0] * 0.5, p[1] * 0.5}})
+			} else {
+				out[to] = push(out[to], uint64(lo+k)<<32|uint64(t))
+			}
+		}
+	}
+	return m
+}
+
+// push appends e to l, growing l by an eighth when it is full rather than
+// by append's quarter or double: the lists' capacity settles at the most
+// sends a round needed, and the memory budget has little room for slack.
+func push[E any](l []E, e E) []E {
+	if len(l) == cap(l) {
+		l = grow(l)
+	}
+	return append(l, e)
+}
+
+func grow[E any](l []E) []E {
+	g := make([]E, len(l), len(l)+len(l)/8+4)
+	copy(g, l)
+	return g
+}
+
+// maxErr is a running max of e_i = |y_i - α| over estimates y_i = x_i/w_i
+// that notes NaN estimates apart. Its methods are value methods that
+// inline, so the loops keep it in registers, and their branches are almost
+// never taken, so the loops do not wait on a chain of max operations.
+type maxErr struct {
+	abs   float64 // the max so far
+	lim   float64 // see addPair
+	alpha float64
+	nan   bool
+}
+
+func newMaxErr(alpha float64) maxErr { return maxErr{alpha: alpha, lim: math.Inf(-1)} }
+
+// add returns m with e folded in.
+func (m maxErr) add(e float64) maxErr {
+	if e > m.abs {
+		// Rounding bounds (u = 2^-53): e_i as computed is within
+		// (1+u)(|q-α| + |q|u) of the exact quotient q = x_i/w_i, and the
+		// screen D = |x_i - α·w_i| of below is at least
+		// w_i(1-u)(|q-α| - |α|u). So D < lim·w_i, with lim this far
+		// below abs, proves that e_i ≤ abs.
+		m.abs, m.lim = e, e-0x1p-50*(e+math.Abs(m.alpha))
+	} else if e != e {
+		m.nan = true
+	}
+	return m
+}
+
+// below reports, without a division, that p's estimate cannot raise the
+// max; the loops call m.add(m.err(p)) only for the pairs it does not
+// clear, and get the max of all e_i. NaN, zero and infinite values are
+// never cleared. (Two methods rather than one so that both inline.)
+func (m maxErr) below(p pair) bool {
+	d, l := p[0]-m.alpha*p[1], m.lim*p[1]
+	return d < l && -d < l
+}
+
+// err is p's e_i, as computed for every pair below does not clear.
+func (m maxErr) err(p pair) float64 { return math.Abs(p[0]/p[1] - m.alpha) }
+
+// relError turns m into the relative error of equation 4.1, +Inf if some
+// estimate was NaN (so that it never looks converged).
+func (s *syncRun) relError(m maxErr) float64 {
+	if m.nan {
 		return math.Inf(1)
 	}
-	return maxAbs / s.scale
+	return m.abs / s.scale
 }
 
-// measure is max |y_i - α| over a state, in one pass (NaN-sticky, as the
-// builtin max is).
-func (s *syncRun) measure(state []pair) (maxAbs float64) {
-	alpha := s.alpha
-	for _, p := range state {
-		maxAbs = max(maxAbs, math.Abs(p[0]/p[1]-alpha))
+// workerError is the relative error the workers measured in their last
+// pass.
+func (s *syncRun) workerError() float64 {
+	var m maxErr
+	for _, st := range s.stats {
+		m = m.add(st.err.abs)
+		m.nan = m.nan || st.err.nan
 	}
-	return maxAbs
+	return s.relError(m)
+}
+
+// measure is the relative error of a state, in one pass.
+func (s *syncRun) measure(state []pair) float64 {
+	m := newMaxErr(s.alpha)
+	for _, p := range state {
+		if !m.below(p) {
+			m = m.add(m.err(p))
+		}
+	}
+	return s.relError(m)
 }
 
 func (s *syncRun) result(rounds int, relErr float64) SyncResult {
@@ -393,11 +637,14 @@ func (s *syncRun) result(rounds int, relErr float64) SyncResult {
 		Nodes:       s.n,
 		Workers:     s.workers,
 		Hypercube:   s.dim > 0,
-		StateBytes:  int64(cap(s.cur)+cap(s.next)) * 16,
+		StateBytes:  int64(cap(s.cur)+cap(s.next))*16 + int64(cap(s.tg))*4,
 	}
-	for _, row := range s.bufs {
-		for _, b := range row {
-			r.StateBytes += int64(cap(b)) * 8
+	for w := range s.in {
+		for c := range s.in[w] {
+			r.StateBytes += int64(cap(s.in[w][c])+cap(s.out[w][c])) * 8
+		}
+		for c := range s.cin[w] {
+			r.StateBytes += int64(cap(s.cin[w][c])+cap(s.cout[w][c])) * 24
 		}
 	}
 	return r
@@ -428,7 +675,6 @@ func (s *syncRun) run(ctx context.Context) (SyncResult, error) {
 	if err := ctx.Err(); err != nil {
 		return SyncResult{Seed: s.cfg.Seed, Nodes: s.n}, fmt.Errorf("sim: %w", err)
 	}
-	s.init()
 	if s.cfg.Sequential {
 		return s.runSequential(ctx)
 	}
@@ -448,147 +694,148 @@ func (s *syncRun) stop(ctx context.Context, r int, relErr float64) (done bool, e
 	return false, nil
 }
 
-// parallel runs f(0), …, f(workers-1), f(0) on the calling goroutine.
-func (s *syncRun) parallel(f func(w int)) {
-	if s.workers == 1 {
-		f(0)
-		return
-	}
-	var wg sync.WaitGroup
-	for w := 1; w < s.workers; w++ {
-		wg.Go(func() { f(w) })
-	}
-	f(0)
-	wg.Wait()
-}
-
 func (s *syncRun) runJacobi(ctx context.Context) (SyncResult, error) {
-	for r := 1; ; r++ {
-		rk := streamKey(s.base, r)
-		s.parallel(func(w int) { s.scatter(w, rk) })
+	relErr := s.init()
+	for r := 0; ; r++ {
+		if r > 0 {
+			rkNext := streamKey(s.base, r+1)
+			s.parallel(func(w int) { s.step(w, rkNext) })
+			s.cur, s.next = s.next, s.cur
+			relErr = s.workerError()
+		}
+		// What was listed (by init or step) is received next round.
+		s.in, s.out = s.out, s.in
+		s.cin, s.cout = s.cout, s.cin
+		s.progress(r, relErr)
+		if done, err := s.stop(ctx, r, relErr); done {
+			return s.result(r, relErr), err
+		}
 		if err := s.badOverlay(); err != nil {
-			return s.result(r-1, math.Inf(1)), err
+			return s.result(r, relErr), err
 		}
-		var maxAbs float64
-		for _, st := range s.stats {
-			maxAbs = max(maxAbs, st.maxAbs)
-		}
-		relErr := s.relError(maxAbs)
-		s.progress(r-1, relErr)
-		if done, err := s.stop(ctx, r-1, relErr); done {
-			return s.result(r-1, relErr), err
-		}
-		s.parallel(s.gather)
-		s.cur, s.next = s.next, s.cur
 	}
 }
 
-// scatter is the first phase of a Jacobi round for worker w: measure each
-// round-start estimate, keep half, send half within the chunk directly and
-// buffer sends that leave the chunk.
-func (s *syncRun) scatter(w int, rk uint64) {
+// step is one Jacobi round for worker w's chunks; rkNext is the next
+// round's key. See RunSync for the four stages per chunk. The round-start
+// state is only read, so a chunk's owner may read any node's pair.
+func (s *syncRun) step(w int, rkNext uint64) {
 	st := &s.stats[w]
 	*st = workerStat{}
-	out := s.bufs[w]
-	for k := range out {
-		out[k] = out[k][:0]
+	for c := range s.out[w] {
+		s.out[w][c] = s.out[w][c][:0]
 	}
-	cur, next, alpha, cb, dim := s.cur, s.next, s.alpha, s.chunkBits, uint64(s.dim)
-	maxAbs := 0.0
+	for c := range s.cout[w] {
+		s.cout[w][c] = s.cout[w][c][:0]
+	}
+	m := newMaxErr(s.alpha)
 	for c := s.chunkLo[w]; c < s.chunkLo[w+1]; c++ {
-		lo := c << cb
-		hi := min(lo+1<<cb, s.n)
-		clear(next[lo:hi])
-		for i := lo; i < hi; i++ {
-			p := cur[i]
-			maxAbs = max(maxAbs, math.Abs(p[0]/p[1]-alpha))
-			hx, hw := p[0]*0.5, p[1]*0.5
-			next[i][0] += hx
-			next[i][1] += hw
-			h := draw(rk, i)
-			t := i ^ cubeBit(h, dim)
-			if dim == 0 {
-				t = s.neighbor(h, i)
-			}
-			if uint(t) >= uint(len(next)) {
-				if !st.bad {
-					st.bad, st.badNode, st.badTo = true, i, t
-				}
-				continue
-			}
-			if t>>cb == c {
-				next[t][0] += hx
-				next[t][1] += hw
+		lo, hi := s.chunk(c)
+		clear(s.next[lo:hi])
+		for from := range s.workers {
+			if s.carry {
+				receiveCarried(s.next, s.cin[from][c])
 			} else {
-				o := s.owner[t>>cb]
-				out[o] = append(out[o], uint64(i)<<32|uint64(t))
+				receive(s.cur, s.next, s.in[from][c])
 			}
 		}
+		jacobi(s.cur[lo:hi], s.next, s.tg[lo:hi], lo, s.chunkBits)
+		m = s.list(w, c, rkNext, s.next, m)
 	}
-	st.maxAbs = maxAbs
+	st.err = m
 }
 
-// gather is the second phase of a Jacobi round for worker w: apply the
-// buffered sends aimed at w's chunks, sending workers in order.
-func (s *syncRun) gather(w int) {
-	cur, next := s.cur, s.next
-	for from := range s.bufs {
-		for _, e := range s.bufs[from][w] {
-			i, t := e>>32, uint32(e)
-			next[t][0] += cur[i][0] * 0.5
-			next[t][1] += cur[i][1] * 0.5
+// receive adds listed sends (sender<<32 | target) to next.
+func receive(cur, next []pair, sends []uint64) {
+	for _, e := range sends {
+		i, t := e>>32, uint32(e)
+		next[t][0] += cur[i][0] * 0.5
+		next[t][1] += cur[i][1] * 0.5
+	}
+}
+
+// receiveCarried adds listed sends with their halves to next.
+func receiveCarried(next []pair, sends []carried) {
+	for _, e := range sends {
+		next[e.to][0] += e.half[0]
+		next[e.to][1] += e.half[1]
+	}
+}
+
+// jacobi is stage 3 of a Jacobi round for the chunk of nodes lo, lo+1, …
+// with round-start pairs cur and targets tg: each node adds one half of its
+// pair to its own next pair and the other to its target's if that lies in
+// the chunk (the rest were listed and are added by their chunk's worker).
+func jacobi(cur, next []pair, tg []uint32, lo int, cb uint) {
+	c := lo >> cb
+	for k, t := range tg {
+		hx, hw := cur[k][0]*0.5, cur[k][1]*0.5
+		next[lo+k][0] += hx
+		next[lo+k][1] += hw
+		if int(t)>>cb == c { // never true for none
+			next[t][0] += hx
+			next[t][1] += hw
 		}
 	}
 }
 
 func (s *syncRun) runSequential(ctx context.Context) (SyncResult, error) {
-	relErr := s.relError(s.measure(s.cur))
+	s.init()
+	relErr := s.measure(s.cur)
 	s.progress(0, relErr)
 	if done, err := s.stop(ctx, 0, relErr); done {
 		return s.result(0, relErr), err
 	}
 	for r := 1; ; r++ {
-		maxAbs, err := s.sweep(streamKey(s.base, r))
+		residual, err := s.sweep(streamKey(s.base, r))
 		if err != nil {
 			return s.result(r-1, math.Inf(1)), err
 		}
-		residual := s.relError(maxAbs)
 		if residual <= s.cfg.Epsilon {
 			// Algorithm 7 would stop here; make sure the state at the end
 			// of the round agrees.
-			residual = s.relError(s.measure(s.cur))
+			residual = s.measure(s.cur)
 		}
 		s.progress(r, residual)
 		if done, err := s.stop(ctx, r, residual); done {
 			if residual > s.cfg.Epsilon {
-				residual = s.relError(s.measure(s.cur))
+				residual = s.measure(s.cur)
 			}
 			return s.result(r, residual), err
 		}
 	}
 }
 
-// sweep is one round of Algorithm 7, lines 4 to 8, returning the residual's
-// max |y_i - α| over the estimates as each node left its turn.
-func (s *syncRun) sweep(rk uint64) (maxAbs float64, err error) {
-	a, alpha, dim := s.cur, s.alpha, uint64(s.dim)
-	for i := range a {
-		h := draw(rk, i)
-		t := i ^ cubeBit(h, dim)
-		if dim == 0 {
-			t = s.neighbor(h, i)
-		}
-		if uint(t) >= uint(len(a)) {
-			s.stats[0] = workerStat{bad: true, badNode: i, badTo: t}
+// sweep is one round of Algorithm 7, lines 4 to 8, returning the residual
+// of line 10: the relative error of the estimates as each node left its
+// turn.
+func (s *syncRun) sweep(rk uint64) (residual float64, err error) {
+	m := newMaxErr(s.alpha)
+	for c := range s.chunkLo[1] {
+		lo, hi := s.chunk(c)
+		tg := s.tg[:hi-lo]
+		if s.targets(0, tg, lo, rk); s.stats[0].bad {
 			return 0, s.badOverlay()
 		}
-		hx, hw := a[i][0]*0.5, a[i][1]*0.5
-		a[i] = pair{hx, hw}
-		a[t][0] += hx
-		a[t][1] += hw
-		// y_i = x_i / w_i after the send: hx / hw, also when t = i, since
-		// doubling both halves leaves the quotient unchanged.
-		maxAbs = max(maxAbs, math.Abs(hx/hw-alpha))
+		m = gaussSeidel(s.cur[lo:hi], tg, s.cur, m)
 	}
-	return maxAbs, nil
+	return s.relError(m), nil
+}
+
+// gaussSeidel runs Algorithm 7's inner loop over the nodes of a, which
+// send to the nodes tg of all: each halves its pair, adds the half to its
+// target's pair in place and measures y_i = x_i / w_i into m.
+func gaussSeidel(a []pair, tg []uint32, all []pair, m maxErr) maxErr {
+	for k, t := range tg {
+		hx, hw := a[k][0]*0.5, a[k][1]*0.5
+		a[k] = pair{hx, hw}
+		all[t][0] += hx
+		all[t][1] += hw
+		// y_i after the send is hx / hw, also when t = i, since doubling
+		// both halves leaves the quotient unchanged.
+		if p := (pair{hx, hw}); !m.below(p) {
+			m = m.add(m.err(p))
+		}
+	}
+	return m
 }

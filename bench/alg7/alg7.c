@@ -7,9 +7,11 @@
  * usage: alg7 [d [eps [seed [max-rounds]]]]   defaults: 20 1e-13 1 100000
  *
  * Inputs x_i are uniform on [0, 1), weights w_i = 1. The numbers come from
- * the same counter-based splitmix64 streams as sim.RunSync (stream 0 for the
- * inputs, stream r for the neighbour choices of round r; neighbour k of node
- * i is i XOR 2^k with k = floor(h * d / 2^64)), so for the same seed this
+ * the same counter-based streams as sim.RunSync (stream 0 for the inputs,
+ * stream r for the neighbour choices of round r, keyed by a splitmix64
+ * finaliser; value i of a stream is wyrand's output for the state
+ * key + (i+1) WY_INC; neighbour k of node i is i XOR 2^k with
+ * k = floor(h * d / 2^64)), so for the same seed this
  * program and RunSync with Sequential: true make the same choices and should
  * report the same number of rounds.
  *
@@ -19,7 +21,8 @@
  * state at the end of the sweep, and the loop stops if that is <= eps too.
  *
  * Prints one line of key=value pairs: rounds, seconds (wall clock of
- * allocation, inputs and rounds), the final max relative error, peak RSS.
+ * allocation, inputs and rounds), CPU seconds of the process, the final max
+ * relative error, peak RSS.
  */
 #include <math.h>
 #include <stdint.h>
@@ -30,6 +33,8 @@
 
 #define GOLDEN 0x9e3779b97f4a7c15ULL
 #define SEED_SALT 0x5eed5eed5eed5eedULL
+#define WY_INC 0xa0761d6478bd642fULL
+#define WY_XOR 0xe7037ed1a0b428dbULL
 
 static inline uint64_t mix64(uint64_t z) {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -37,8 +42,13 @@ static inline uint64_t mix64(uint64_t z) {
 	return z ^ (z >> 31);
 }
 
-/* value number i of the stream with key k */
-static inline uint64_t draw(uint64_t k, uint64_t i) { return mix64(k + GOLDEN * (i + 1)); }
+/* value number i of the stream with key k: wyrand's output for the state
+ * k + (i+1) WY_INC */
+static inline uint64_t draw(uint64_t k, uint64_t i) {
+	uint64_t s = k + WY_INC * (i + 1);
+	unsigned __int128 p = (unsigned __int128)s * (s ^ WY_XOR);
+	return (uint64_t)(p >> 64) ^ (uint64_t)p;
+}
 
 static double now(void) {
 	struct timespec ts;
@@ -115,10 +125,13 @@ int main(int argc, char **argv) {
 
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
+	double cpu = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+	             (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 	printf("impl=c-alg7 d=%d nodes=%llu eps=%g seed=%llu rounds=%ld converged=%d "
-	       "max_rel_error=%.3e seconds=%.3f maxrss_kib=%ld rss_bytes_per_node=%.1f\n",
+	       "max_rel_error=%.3e seconds=%.3f cpu_seconds=%.3f maxrss_kib=%ld "
+	       "rss_bytes_per_node=%.1f\n",
 	       d, (unsigned long long)n, eps, (unsigned long long)seed, rounds, final <= eps, final, secs,
-	       ru.ru_maxrss, 1024.0 * (double)ru.ru_maxrss / (double)n);
+	       cpu, ru.ru_maxrss, 1024.0 * (double)ru.ru_maxrss / (double)n);
 	free(xw);
 	return 0;
 }
