@@ -18,10 +18,16 @@ import (
 // N² rounds, so long rings need an explicit, larger limit.
 const DefaultMaxRounds = 100_000
 
-// defaultChunkBits sets the chunk of 2^14 nodes the Jacobi mode works on
-// (see [RunSync]): the chunk's round-start and next pairs take 2 × 256 KiB
-// and stay in a core's L2 cache while its sends are added.
-const defaultChunkBits = 14
+// Nodes are processed in chunks of 2^chunkBits (see [RunSync]): N/16
+// nodes, so that there are 16 chunks to share among workers, but at least
+// 2^minChunkBits and at most 2^maxChunkBits, whose round-start and next
+// pairs take 2 × 1 MiB and stay in cache while the chunk's sends are
+// added. The chunk size depends on N alone, never on the number of workers,
+// which keeps runs bit-identical whatever that is.
+const (
+	minChunkBits = 10
+	maxChunkBits = 16
+)
 
 // maxNodes is the largest overlay RunSync accepts: 2^31 nodes, 64 GiB of
 // state in Jacobi mode.
@@ -61,7 +67,7 @@ type SyncConfig struct {
 	// Algorithm 7, line 10 (see RunSync).
 	Progress func(round int, maxRelErr float64)
 
-	// chunkBits overrides defaultChunkBits when positive; tests shrink it
+	// chunkBits overrides the chunk size when positive; tests shrink it
 	// so that small overlays span several chunks and workers.
 	chunkBits uint
 }
@@ -125,8 +131,8 @@ type SyncResult struct {
 // The state is two arrays of interleaved (x, w) pairs, 16 bytes per node
 // each: the round-start state, only read during a round, and the next
 // state; plus every node's target for the round (4 bytes). Nodes are split
-// into chunks of 2^14, and the chunks into contiguous ranges, one per
-// worker. A round is one pass of each worker over its chunks, then a
+// into chunks (2^16 nodes from N = 2^20 on, N/16 for smaller N), and the
+// chunks into contiguous ranges, one per worker. A round is one pass of each worker over its chunks, then a
 // barrier. For each chunk, the worker
 //
 //  1. zeroes the chunk's next pairs;
@@ -146,12 +152,14 @@ type SyncResult struct {
 // increasing sender order: an order fixed by the chunk size, not by the
 // number of workers, so the floating-point results are bit-identical for
 // any Workers. A listed send carries its half pair on the hypercube fast
-// path while at most 40% of the sends leave their chunk (24 bytes each, on
-// a 2^20 hypercube about 30% of the nodes), so that the receiver reads it
-// in order; otherwise, to stay within the memory budget when almost every
-// send leaves its chunk, it carries only (sender, target) (8 bytes) and the
-// receiver reads the sender's pair. Two rounds' lists coexist. Memory: 36
-// bytes per node plus the lists, at most 64 bytes per node in all.
+// path while at most a third of the sends leave their chunk (24 bytes
+// each; on a 2^20 hypercube 20% of them leave), so that the receiver reads
+// it in order; otherwise, to stay within the memory budget when almost
+// every send leaves its chunk, it carries only (sender, target) (8 bytes)
+// and the receiver reads the sender's pair. Two rounds' lists coexist,
+// sized from round 1 with a sixteenth to spare. Memory: 36 bytes per node
+// plus the lists, under 64 bytes per node in all (47 on the 2^20
+// hypercube) unless a round needs far more cross-chunk sends than round 1.
 //
 // # Sequential mode
 //
@@ -186,6 +194,16 @@ type carried struct {
 // none marks an invalid target in the list of targets; no node has it.
 const none = math.MaxUint32
 
+// maxSpare bounds the pairs each worker has beyond the N nodes' in the
+// capacity of the Jacobi state arrays (spare = N/64 of them, a power of two
+// between 1 and maxSpare). A send that leaves its chunk is listed, and its
+// target in the chunk's list of targets becomes one of its worker's spare
+// pairs, so that the in-chunk loop adds every second half somewhere
+// without a branch (whose outcome would be random), without making all
+// such adds wait on one another, and without workers sharing a pair. They
+// are never read.
+const maxSpare = 64
+
 // syncRun holds one run's validated configuration and state.
 type syncRun struct {
 	cfg       SyncConfig
@@ -204,7 +222,9 @@ type syncRun struct {
 	// tg holds every node's target for the round at hand (Jacobi, set
 	// during the previous round), or one chunk's (Sequential).
 	tg      []uint32
-	chunkLo []int // worker w owns chunks [chunkLo[w], chunkLo[w+1])
+	spare   int        // see maxSpare
+	stage   [][]uint32 // per worker, see list
+	chunkLo []int      // worker w owns chunks [chunkLo[w], chunkLo[w+1])
 	// in[w][c] lists this round's sends from worker w's nodes into chunk c
 	// from other chunks, in sender order, as sender<<32 | target, or with
 	// their halves in cin when carry is set; out and cout collect the next
@@ -254,7 +274,7 @@ func newSyncRun(cfg SyncConfig) (*syncRun, error) {
 		g:         cfg.Overlay,
 		n:         n,
 		maxRounds: cfg.MaxRounds,
-		chunkBits: defaultChunkBits,
+		chunkBits: uint(min(maxChunkBits, max(minChunkBits, bits.Len(uint(n-1))-4))),
 		base:      mix64(cfg.Seed ^ seedSalt),
 	}
 	if s.maxRounds == 0 {
@@ -282,7 +302,7 @@ func newSyncRun(cfg SyncConfig) (*syncRun, error) {
 		s.workers = min(s.workers, chunks)
 		// On the hypercube a send leaves its chunk when it crosses one of
 		// the dim - chunkBits highest dimensions.
-		s.carry = s.dim > 0 && 5*(s.dim-int(s.chunkBits)) <= 2*s.dim
+		s.carry = s.dim > 0 && 3*(s.dim-int(s.chunkBits)) <= s.dim
 		lists := func() [][][]uint64 { return make([][][]uint64, s.workers) }
 		carriedLists := func() [][][]carried { return make([][][]carried, s.workers) }
 		s.in, s.out, s.cin, s.cout = lists(), lists(), carriedLists(), carriedLists()
@@ -430,12 +450,18 @@ func (s *syncRun) init() float64 {
 		s.scale = 1
 	}
 
-	s.cur = make([]pair, s.n)
 	if s.cfg.Sequential {
+		s.cur = make([]pair, s.n)
 		s.tg = make([]uint32, min(1<<s.chunkBits, s.n))
 	} else {
-		s.next = make([]pair, s.n)
+		s.spare = min(maxSpare, 1<<max(0, bits.Len(uint(s.n>>6))-1))
+		c := s.n + s.workers*s.spare
+		s.cur, s.next = make([]pair, s.n, c), make([]pair, s.n, c)
 		s.tg = make([]uint32, s.n)
+		s.stage = make([][]uint32, s.workers)
+		for w := range s.stage {
+			s.stage[w] = make([]uint32, min(1<<s.chunkBits, s.n))
+		}
 	}
 	k1 := streamKey(s.base, 1)
 	s.parallel(func(w int) {
@@ -461,7 +487,7 @@ func (s *syncRun) init() float64 {
 }
 
 // reserve sizes worker w's lists, for both rounds at hand, from its sends
-// of round 1 (key rk), with a sixteenth more and a few to spare, so that
+// of round 1 (key rk), with a sixteenth more and two to spare, so that
 // they seldom grow: a list that grows leaves its old copy behind as
 // garbage, and the memory budget has no room for that.
 func (s *syncRun) reserve(w int, rk uint64) {
@@ -480,7 +506,7 @@ func (s *syncRun) reserve(w int, rk uint64) {
 		if k == 0 {
 			continue
 		}
-		k += k/16 + 8
+		k += k/16 + 2
 		if s.carry {
 			s.cin[w][to], s.cout[w][to] = make([]carried, 0, k), make([]carried, 0, k)
 		} else {
@@ -517,25 +543,37 @@ func (s *syncRun) targets(w int, tg []uint32, lo int, rk uint64) {
 
 // list measures chunk c of state, which is complete, into m; sets the
 // chunk's targets for the round with key rk; and lists, for worker w, the
-// sends that leave the chunk, in sender order.
+// sends that leave the chunk, in sender order, pointing their targets in
+// tg to spare pairs instead. The first loop notes the leaving sends in
+// worker w's stage without a branch (their positions are random, and a
+// branch would be mispredicted on most of them); the second lists them.
 func (s *syncRun) list(w, c int, rk uint64, state []pair, m maxErr) maxErr {
 	lo, hi := s.chunk(c)
 	tg := s.tg[lo:hi]
 	s.targets(w, tg, lo, rk)
-	cb := s.chunkBits
-	out, cout := s.out[w], s.cout[w]
+	cb, stage := s.chunkBits, s.stage[w][:len(tg)]
+	leaving := 0
 	for k, t := range tg {
-		p := state[lo+k]
-		if !m.below(p) {
+		if p := state[lo+k]; !m.below(p) {
 			m = m.add(m.err(p))
 		}
-		if to := int(t) >> cb; to != c && t != none {
-			if s.carry {
-				cout[to] = push(cout[to], carried{t, pair{p[0] * 0.5, p[1] * 0.5}})
-			} else {
-				out[to] = push(out[to], uint64(lo+k)<<32|uint64(t))
-			}
+		stage[leaving] = uint32(k)
+		if int(t)>>cb != c { // always so for none
+			leaving++
 		}
+	}
+	out, cout := s.out[w], s.cout[w]
+	for _, k := range stage[:leaving] {
+		t := tg[k]
+		switch to := int(t) >> cb; {
+		case t == none:
+		case s.carry:
+			p := state[lo+int(k)]
+			cout[to] = push(cout[to], carried{t, pair{p[0] * 0.5, p[1] * 0.5}})
+		default:
+			out[to] = push(out[to], uint64(lo+int(k))<<32|uint64(t))
+		}
+		tg[k] = uint32(s.n + w*s.spare + int(k)&(s.spare-1))
 	}
 	return m
 }
@@ -739,7 +777,7 @@ func (s *syncRun) step(w int, rkNext uint64) {
 				receive(s.cur, s.next, s.in[from][c])
 			}
 		}
-		jacobi(s.cur[lo:hi], s.next, s.tg[lo:hi], lo, s.chunkBits)
+		jacobi(s.cur[lo:hi], s.next, s.tg[lo:hi], lo)
 		m = s.list(w, c, rkNext, s.next, m)
 	}
 	st.err = m
@@ -764,18 +802,17 @@ func receiveCarried(next []pair, sends []carried) {
 
 // jacobi is stage 3 of a Jacobi round for the chunk of nodes lo, lo+1, …
 // with round-start pairs cur and targets tg: each node adds one half of its
-// pair to its own next pair and the other to its target's if that lies in
-// the chunk (the rest were listed and are added by their chunk's worker).
-func jacobi(cur, next []pair, tg []uint32, lo int, cb uint) {
-	c := lo >> cb
+// pair to its own next pair and the other to its target's, a node of the
+// chunk or, for a send that was listed, a spare pair (see maxSpare).
+func jacobi(cur, next []pair, tg []uint32, lo int) {
+	own, cur := next[lo:lo+len(tg)], cur[:len(tg)]
+	next = next[:cap(next)]
 	for k, t := range tg {
 		hx, hw := cur[k][0]*0.5, cur[k][1]*0.5
-		next[lo+k][0] += hx
-		next[lo+k][1] += hw
-		if int(t)>>cb == c { // never true for none
-			next[t][0] += hx
-			next[t][1] += hw
-		}
+		own[k][0] += hx
+		own[k][1] += hw
+		next[t][0] += hx
+		next[t][1] += hw
 	}
 }
 
