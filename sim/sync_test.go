@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -711,4 +712,10 @@ func BenchmarkSyncModes(b *testing.B) {
 			}
 		})
 	}
+}
+
+func TestWorkerStatSize(t *testing.T) {
+	// Workers write their stats at the end of every round; two of them in
+	// one cache line would bounce it between cores.
+	assert.Zero(t, unsafe.Sizeof(workerStat{})%128)
 }
