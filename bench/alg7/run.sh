@@ -67,5 +67,9 @@ awk -v reps="$reps" '
 			printf "| %-26s | %6d | %8.2f | %8.2f | %12.1f | %11s | %11.1f | %10s |\n", \
 				name, rounds[name], wall[name], cpu[name], state[name], heap[name], rss[name], ratio
 		}
+		# Both run Algorithm 7 on the same random numbers.
+		s = "Go sequential"
+		printf "\nC loop and Go sequential rounds: %d and %d (%s)\n", rounds[c], rounds[s], \
+			rounds[c] == rounds[s] ? "equal, as they must be" : "DIFFERENT: the two implementations disagree"
 	}
 ' "$tmp/c.txt" "$tmp/go.txt"
