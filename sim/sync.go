@@ -130,14 +130,12 @@ type SyncResult struct {
 //
 // # Jacobi mode (default)
 //
-// The state is two arrays of interleaved (x, w) pairs, 16 bytes per node
-// each: the round-start state, only read during a round, and the next
-// state; plus every node's target for the round (4 bytes). Nodes are split
-// into chunks (2^16 nodes from N = 2^20 on, N/16 for smaller N), and the
-// chunks into contiguous ranges, one per worker. A round is one pass of each worker over its chunks, then a
-// barrier. For each chunk, the worker
+// Nodes are split into chunks (2^16 nodes from N = 2^20 on, N/16 for
+// smaller N), and the chunks into contiguous ranges, one per worker. A
+// round is one pass of each worker over its chunks, then a barrier. For
+// each chunk, the worker
 //
-//  1. zeroes the chunk's next pairs;
+//  1. sets the chunk's next pairs to zero;
 //  2. adds the sends other chunks make to it in this round, which their
 //     workers listed during the previous round (by sending worker, each
 //     list in sender order);
@@ -148,35 +146,42 @@ type SyncResult struct {
 //     (the convergence check, on data still in cache, so it costs no pass
 //     over memory; a test |x - α·w| < lim·w, proven safe by rounding
 //     bounds, spares most nodes the division), draws its target for the
-//     next round, and lists the send if it leaves the chunk.
+//     next round (kept, 4 bytes per node), and lists the send if it
+//     leaves the chunk.
 //
 // Each next pair is thus the sum, from zero, of the sends from other chunks
 // in increasing sender order and then those from its own chunk in
 // increasing sender order: an order fixed by the chunk size, not by the
 // number of workers, so the floating-point results are bit-identical for
-// any Workers. A listed send carries its half pair on the hypercube fast
-// path while at most a third of the sends leave their chunk (24 bytes
-// each; on a 2^20 hypercube 20% of them leave), so that the receiver reads
-// it in order; otherwise, to stay within the memory budget when almost
-// every send leaves its chunk, it carries only (sender, target) (8 bytes)
-// and the receiver reads the sender's pair. Two rounds' lists coexist,
-// sized from round 1 with a sixteenth to spare. Memory: 36 bytes per node
-// plus the lists, under 64 bytes per node in all (46 on the 2^20
+// any Workers.
+//
+// On the hypercube fast path, while at most a third of the sends leave
+// their chunk (on a 2^20 hypercube a fifth do), a listed send carries its
+// half pair (24 bytes), so that the receiver reads it in order and no
+// chunk ever reads another's pairs. The state is then updated in place, in
+// one array of interleaved (x, w) pairs, 16 bytes per node: each worker
+// copies a chunk's round-start pairs aside before stage 1. Otherwise (almost
+// every send may leave its chunk), a listed send is only (sender, target),
+// 8 bytes, the receiver reads the sender's round-start pair, and the state
+// takes two arrays, round-start and next. Two rounds' lists coexist, sized
+// from round 1 with a sixteenth to spare. Memory: 20 or 36 bytes per node
+// plus the lists, under 64 bytes per node in all (32 on the 2^20
 // hypercube) unless a round needs far more cross-chunk sends than round 1.
 //
 // # Sequential mode
 //
 // Algorithm 7 (thesis, appendix A.1) as printed, in place, 16 bytes per
-// node (and one chunk's targets): for i = 0 … N-1 in order, node i draws j, halves its pair, adds the
-// half to j's pair and records y_i = x_i / w_i; after the sweep the residual
-// is max_i |y_i - α| / |α|. A node may still receive after its own turn, so
-// that residual describes each node at its turn, not the state at the end of
-// the round. When the residual is ≤ Epsilon, one extra pass measures the
-// end-of-round state, and the run stops only if that too is within Epsilon,
-// so a converged result is always ε-accurate as reported. Gauss-Seidel
-// mixing uses values sent earlier in the same round and needs fewer rounds
-// than Jacobi: on hypercubes of 2^10 to 2^20 nodes at ε = 1e-13, Jacobi
-// takes 1.26 to 1.30 times as many.
+// node (and one chunk's targets): for i = 0 … N-1 in order, node i draws
+// j, halves its pair, adds the half to j's pair and records y_i = x_i /
+// w_i; after the sweep the residual is max_i |y_i - α| / |α|. A node may
+// still receive after its own turn, so that residual describes each node
+// at its turn, not the state at the end of the round. When the residual is
+// ≤ Epsilon, one extra pass measures the end-of-round state, and the run
+// stops only if that too is within Epsilon, so a converged result is
+// always ε-accurate as reported. Gauss-Seidel mixing uses values sent
+// earlier in the same round and needs fewer rounds than Jacobi: on
+// hypercubes of 2^10 to 2^20 nodes at ε = 1e-13, Jacobi takes 1.26 to
+// 1.30 times as many.
 func RunSync(ctx context.Context, cfg SyncConfig) (SyncResult, error) {
 	s, err := newSyncRun(cfg)
 	if err != nil {
@@ -222,12 +227,16 @@ type syncRun struct {
 	alpha float64 // exact aggregate
 	scale float64 // |α|, or 1 when α = 0 (absolute error, as gossip.RelError)
 
-	cur, next []pair // round-start and next state (Jacobi); cur only (Sequential)
+	// cur and next are the round-start and next state: one array when the
+	// Jacobi mode updates in place (carry) and in Sequential mode, two
+	// otherwise.
+	cur, next []pair
 	// tg holds every node's target for the round at hand (Jacobi, set
 	// during the previous round), or one chunk's (Sequential).
 	tg      []uint32
 	spare   int        // see maxSpare
 	stage   [][]uint32 // per worker, see list
+	snap    [][]pair   // per worker, a chunk's round-start pairs (carry)
 	chunkLo []int      // worker w owns chunks [chunkLo[w], chunkLo[w+1])
 	// in[w][c] lists this round's sends from worker w's nodes into chunk c
 	// from other chunks, in sender order, as sender<<32 | target, or with
@@ -461,11 +470,19 @@ func (s *syncRun) init() float64 {
 	} else {
 		s.spare = min(maxSpare, 1<<max(0, bits.Len(uint(s.n>>6))-1))
 		c := s.n + s.workers*s.spare
-		s.cur, s.next = make([]pair, s.n, c), make([]pair, s.n, c)
+		s.cur = make([]pair, s.n, c)
+		s.next = s.cur
+		if !s.carry {
+			s.next = make([]pair, s.n, c)
+		}
 		s.tg = make([]uint32, s.n)
 		s.stage = make([][]uint32, s.workers)
+		s.snap = make([][]pair, s.workers)
 		for w := range s.stage {
 			s.stage[w] = make([]uint32, min(1<<s.chunkBits, s.n))
+			if s.carry {
+				s.snap[w] = make([]pair, min(1<<s.chunkBits, s.n))
+			}
 		}
 	}
 	k1 := streamKey(s.base, 1)
@@ -680,7 +697,13 @@ func (s *syncRun) result(rounds int, relErr float64) SyncResult {
 		Nodes:       s.n,
 		Workers:     s.workers,
 		Hypercube:   s.dim > 0,
-		StateBytes:  int64(cap(s.cur)+cap(s.next))*16 + int64(cap(s.tg))*4,
+		StateBytes:  int64(cap(s.cur))*16 + int64(cap(s.tg))*4,
+	}
+	if !s.carry {
+		r.StateBytes += int64(cap(s.next)) * 16
+	}
+	for w := range s.snap {
+		r.StateBytes += int64(cap(s.snap[w])*16 + cap(s.stage[w])*4)
 	}
 	for w := range s.in {
 		for c := range s.in[w] {
@@ -774,6 +797,11 @@ func (s *syncRun) step(w int, rkNext uint64) {
 	m := newMaxErr(s.alpha)
 	for c := s.chunkLo[w]; c < s.chunkLo[w+1]; c++ {
 		lo, hi := s.chunk(c)
+		start := s.cur[lo:hi]
+		if s.carry { // in place: keep the round-start pairs aside
+			start = s.snap[w][:hi-lo]
+			copy(start, s.cur[lo:hi])
+		}
 		clear(s.next[lo:hi])
 		for from := range s.workers {
 			if s.carry {
@@ -782,7 +810,7 @@ func (s *syncRun) step(w int, rkNext uint64) {
 				receive(s.cur, s.next, s.in[from][c])
 			}
 		}
-		jacobi(s.cur[lo:hi], s.next, s.tg[lo:hi], lo)
+		jacobi(start, s.next, s.tg[lo:hi], lo)
 		m = s.list(w, c, rkNext, s.next, m)
 	}
 	st.err = m

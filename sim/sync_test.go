@@ -564,6 +564,8 @@ func TestRunSyncStateBytes(t *testing.T) {
 			// One pair per node, and one chunk's targets (4 bytes each).
 			assert.GreaterOrEqual(t, perNode, 16.0)
 			assert.LessOrEqual(t, perNode, 20.0)
+		} else if c.carry {
+			assert.GreaterOrEqual(t, perNode, 20.0, "a pair and a target per node")
 		} else {
 			assert.GreaterOrEqual(t, perNode, 36.0, "two pairs and a target per node")
 		}
