@@ -8,8 +8,9 @@
 # both and a table with the ratio C/Go of wall-clock seconds.
 #
 # A manual benchmark, not part of CI. REPS=n (default 1) repeats the whole
-# alternation n times and the table keeps each implementation's fastest
-# run; on a shared machine, say so when quoting the figures.
+# alternation n times; the table gives each implementation's median and
+# range, and the median over repetitions of the ratio C/Go within each. On
+# a shared machine, say so when quoting the figures.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,17 +33,22 @@ for ((rep = 1; rep <= reps; rep++)); do
 done
 
 echo
-echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); fastest of $reps run(s) each"
-awk -v reps="$reps" '
+echo "machine: $(nproc) CPUs, load average now $(cut -d' ' -f1-3 /proc/loadavg); $reps run(s) of each, alternated"
+awk '
+	function median(a, n,    i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	function record(name, wallv, cpuv, r, st, hp, rs) {
+		if (!(name in runs)) order[++n] = name
+		k = ++runs[name]
+		wall[name, k] = wallv; cpu[name, k] = cpuv; rounds[name] = r
+		state[name] = st; heap[name] = hp; rss[name] = rs
+	}
 	# C: key=value pairs
 	FILENAME ~ /c.txt$/ {
 		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-		name = "C Algorithm 7 (1 thread)"
-		if (!(name in wall) || v["seconds"] < wall[name]) {
-			wall[name] = v["seconds"]; cpu[name] = v["cpu_seconds"]; rounds[name] = v["rounds"]
-			state[name] = 16; heap[name] = "-"; rss[name] = v["rss_bytes_per_node"]
-		}
-		order[name] = 0
+		record("C Algorithm 7 (1 thread)", v["seconds"], v["cpu_seconds"], v["rounds"], 16, "-", v["rss_bytes_per_node"])
 		next
 	}
 	# Go: "BenchmarkSyncHypercube20/mode-P  1  ns ns/op  value unit ..."
@@ -50,22 +56,25 @@ awk -v reps="$reps" '
 		name = $1; sub(/^BenchmarkSyncHypercube20\//, "Go ", name); sub(/-[0-9]+$/, "", name)
 		delete m
 		for (i = 3; i < NF; i += 2) m[$(i + 1)] = $i
-		if (!(name in wall) || m["s/run"] < wall[name]) {
-			wall[name] = m["s/run"]; cpu[name] = m["cpu-s/run"]; rounds[name] = m["rounds"]
-			state[name] = m["state-B/node"]; heap[name] = m["heap-B/node"]; rss[name] = m["rss-B/node"]
-		}
-		if (!(name in order)) order[name] = ++n
+		record(name, m["s/run"], m["cpu-s/run"], m["rounds"], m["state-B/node"], m["heap-B/node"], m["rss-B/node"])
 	}
 	END {
-		c = "C Algorithm 7 (1 thread)"
-		printf "| %-26s | %6s | %8s | %8s | %12s | %11s | %11s | %10s |\n", \
-			"implementation", "rounds", "wall s", "CPU s", "state B/node", "heap B/node", "RSS B/node", "C/Go wall"
-		printf "|%s|%s|%s|%s|%s|%s|%s|%s|\n", "----------------------------", "--------", "----------", \
-			"----------", "--------------", "-------------", "-------------", "------------"
-		for (k = 0; k <= n; k++) for (name in order) if (order[name] == k) {
-			ratio = (name == c) ? "1" : sprintf("%.2f", wall[c] / wall[name])
-			printf "| %-26s | %6d | %8.2f | %8.2f | %12.1f | %11s | %11.1f | %10s |\n", \
-				name, rounds[name], wall[name], cpu[name], state[name], heap[name], rss[name], ratio
+		c = order[1]
+		printf "| %-24s | %6s | %-22s | %8s | %7s | %7s | %7s | %-18s |\n", "implementation", "rounds", \
+			"wall s: median (range)", "CPU s", "state", "heap", "RSS", "C/Go wall: median"
+		printf "| %-24s | %6s | %-22s | %8s | %7s | %7s | %7s | %-18s |\n", "", "", "", "median", \
+			"B/node", "B/node", "B/node", "of per-run ratios"
+		print "|--------------------------|--------|------------------------|----------|---------|---------|---------|--------------------|"
+		for (o = 1; o <= n; o++) {
+			name = order[o]; k = runs[name]
+			lo = hi = wall[name, 1]
+			for (i = 1; i <= k; i++) {
+				w[i] = wall[name, i]; u[i] = cpu[name, i]; q[i] = wall[c, i] / wall[name, i]
+				if (w[i] < lo) lo = w[i]; if (w[i] > hi) hi = w[i]
+			}
+			printf "| %-24s | %6d | %-22s | %8.2f | %7.1f | %7s | %7.1f | %-18s |\n", \
+				name, rounds[name], sprintf("%.2f (%.2f-%.2f)", median(w, k), lo, hi), median(u, k), \
+				state[name], heap[name], rss[name], sprintf("%.2f", median(q, k))
 		}
 		# Both run Algorithm 7 on the same random numbers.
 		s = "Go sequential"
