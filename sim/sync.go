@@ -29,9 +29,9 @@ const (
 	maxChunkBits = 16
 )
 
-// maxNodes is the largest overlay RunSync accepts: 2^31 nodes, 64 GiB of
+// syncMaxNodes is the largest overlay RunSync accepts: 2^31 nodes, 64 GiB of
 // state in Jacobi mode.
-const maxNodes = 1 << 31
+const syncMaxNodes = 1 << 31
 
 // SyncConfig configures [RunSync], the synchronous-round Push-Sum simulator.
 type SyncConfig struct {
@@ -190,18 +190,18 @@ func RunSync(ctx context.Context, cfg SyncConfig) (SyncResult, error) {
 	return s.run(ctx)
 }
 
-// pair is a node's (x, w), interleaved for locality.
-type pair [2]float64
+// xwPair is a node's (x, w), interleaved for locality.
+type xwPair [2]float64
 
-// carried is a send between chunks that carries its half pair, so that the
+// carriedSend is a send between chunks that carries its half pair, so that the
 // receiving chunk need not read the sender's.
-type carried struct {
+type carriedSend struct {
 	to   uint32
-	half pair
+	half xwPair
 }
 
-// none marks an invalid target in the list of targets; no node has it.
-const none = math.MaxUint32
+// noTarget marks an invalid target in the list of targets; no node has it.
+const noTarget = math.MaxUint32
 
 // maxSpare bounds the pairs each worker has beyond the N nodes' in the
 // capacity of the Jacobi state arrays (spare = N/64 of them, a power of two
@@ -230,13 +230,13 @@ type syncRun struct {
 	// cur and next are the round-start and next state: one array when the
 	// Jacobi mode updates in place (carry) and in Sequential mode, two
 	// otherwise.
-	cur, next []pair
+	cur, next []xwPair
 	// tg holds every node's target for the round at hand (Jacobi, set
 	// during the previous round), or one chunk's (Sequential).
 	tg      []uint32
 	spare   int        // see maxSpare
 	stage   [][]uint32 // per worker, see list
-	snap    [][]pair   // per worker, a chunk's round-start pairs (carry)
+	snap    [][]xwPair // per worker, a chunk's round-start pairs (carry)
 	chunkLo []int      // worker w owns chunks [chunkLo[w], chunkLo[w+1])
 	// in[w][c] lists this round's sends from worker w's nodes into chunk c
 	// from other chunks, in sender order, as sender<<32 | target, or with
@@ -244,23 +244,23 @@ type syncRun struct {
 	// round's.
 	carry     bool
 	in, out   [][][]uint64
-	cin, cout [][][]carried
-	stats     []workerStat
+	cin, cout [][][]carriedSend
+	stats     []syncWorkerStat
 }
 
-// workerStat is one worker's findings in a pass, padded to 128 bytes so
+// syncWorkerStat is one worker's findings in a pass, padded to 128 bytes so
 // that two workers' never share a cache line.
-type workerStat struct {
-	err          maxErr // the worker's nodes' max |y_i - α|
-	sumHi, sumLo uint64 // Σ of the inputs' 53-bit integers, as 128 bits
-	bad          bool   // the overlay returned an invalid neighbour or degree
+type syncWorkerStat struct {
+	err          runningMaxErr // the worker's nodes' max |y_i - α|
+	sumHi, sumLo uint64        // Σ of the inputs' 53-bit integers, as 128 bits
+	bad          bool          // the overlay returned an invalid neighbour or degree
 	badNode      int
 	badTo        int // the neighbour returned, or -1 for a degree ≤ 0
 	_            [56]byte
 }
 
-// hypercubeOverlay is what the fast path asks of an overlay.
-type hypercubeOverlay interface{ Dim() int }
+// dimOverlay is what the fast path asks of an overlay.
+type dimOverlay interface{ Dim() int }
 
 func newSyncRun(cfg SyncConfig) (*syncRun, error) {
 	if cfg.Overlay == nil {
@@ -270,7 +270,7 @@ func newSyncRun(cfg SyncConfig) (*syncRun, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("sim: %w: overlay has %d nodes", gossip.ErrInvalidConfig, n)
 	}
-	if n > maxNodes {
+	if n > syncMaxNodes {
 		return nil, fmt.Errorf("sim: %w: %d nodes, more than the 2^31 supported", gossip.ErrInvalidConfig, n)
 	}
 	if !(cfg.Epsilon > 0 && cfg.Epsilon < 1) {
@@ -288,7 +288,7 @@ func newSyncRun(cfg SyncConfig) (*syncRun, error) {
 		n:         n,
 		maxRounds: cfg.MaxRounds,
 		chunkBits: uint(min(maxChunkBits, max(minChunkBits, bits.Len(uint(n-1))-4))),
-		base:      mix64(cfg.Seed ^ seedSalt),
+		base:      splitmix64(cfg.Seed ^ syncSeedSalt),
 	}
 	if s.maxRounds == 0 {
 		s.maxRounds = DefaultMaxRounds
@@ -296,7 +296,7 @@ func newSyncRun(cfg SyncConfig) (*syncRun, error) {
 	if cfg.chunkBits > 0 {
 		s.chunkBits = min(cfg.chunkBits, 31)
 	}
-	s.dim = hypercubeDim(cfg.Overlay, n)
+	s.dim = fastCubeDim(cfg.Overlay, n)
 	if s.dim == 0 {
 		for v := range n {
 			if d := cfg.Overlay.Degree(gossip.NodeID(v)); d < 1 {
@@ -317,11 +317,11 @@ func newSyncRun(cfg SyncConfig) (*syncRun, error) {
 		// the dim - chunkBits highest dimensions.
 		s.carry = s.dim > 0 && 3*(s.dim-int(s.chunkBits)) <= s.dim
 		lists := func() [][][]uint64 { return make([][][]uint64, s.workers) }
-		carriedLists := func() [][][]carried { return make([][][]carried, s.workers) }
+		carriedLists := func() [][][]carriedSend { return make([][][]carriedSend, s.workers) }
 		s.in, s.out, s.cin, s.cout = lists(), lists(), carriedLists(), carriedLists()
 		for w := range s.workers {
 			if s.carry {
-				s.cin[w], s.cout[w] = make([][]carried, chunks), make([][]carried, chunks)
+				s.cin[w], s.cout[w] = make([][]carriedSend, chunks), make([][]carriedSend, chunks)
 			} else {
 				s.in[w], s.out[w] = make([][]uint64, chunks), make([][]uint64, chunks)
 			}
@@ -331,14 +331,14 @@ func newSyncRun(cfg SyncConfig) (*syncRun, error) {
 	for w := range s.workers {
 		s.chunkLo[w+1] = (w + 1) * chunks / s.workers
 	}
-	s.stats = make([]workerStat, s.workers)
+	s.stats = make([]syncWorkerStat, s.workers)
 	return s, nil
 }
 
-// hypercubeDim returns d when g is the 2^d-node hypercube with neighbour k
+// fastCubeDim returns d when g is the 2^d-node hypercube with neighbour k
 // of v being v XOR 2^k, checked on a few nodes, and 0 otherwise.
-func hypercubeDim(g gossip.Neighborhood, n int) int {
-	h, ok := g.(hypercubeOverlay)
+func fastCubeDim(g gossip.Neighborhood, n int) int {
+	h, ok := g.(dimOverlay)
 	if !ok {
 		return 0
 	}
@@ -346,7 +346,7 @@ func hypercubeDim(g gossip.Neighborhood, n int) int {
 	if d < 1 || d > 31 || n != 1<<d {
 		return 0
 	}
-	probe := []int{0, n - 1, n / 2, int(mix64(uint64(n)) % uint64(n))}
+	probe := []int{0, n - 1, n / 2, int(splitmix64(uint64(n)) % uint64(n))}
 	for _, v := range probe {
 		if g.Degree(gossip.NodeID(v)) != d {
 			return 0
@@ -364,32 +364,32 @@ func hypercubeDim(g gossip.Neighborhood, n int) int {
 // splitmix64 finaliser of the seed's key and r; value number i of a stream
 // with key k is wyrand's output for the state k + (i+1)·wyInc.
 const (
-	golden   = 0x9e3779b97f4a7c15
-	seedSalt = 0x5eed5eed5eed5eed
-	wyInc    = 0xa0761d6478bd642f
-	wyXor    = 0xe7037ed1a0b428db
+	splitmixGamma = 0x9e3779b97f4a7c15
+	syncSeedSalt  = 0x5eed5eed5eed5eed
+	wyInc         = 0xa0761d6478bd642f
+	wyXor         = 0xe7037ed1a0b428db
 )
 
-// mix64 is the splitmix64 finaliser, a bijection on 64-bit words whose
+// splitmix64 is the splitmix64 finaliser, a bijection on 64-bit words whose
 // output bits all depend on all input bits.
-func mix64(z uint64) uint64 {
+func splitmix64(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
 }
 
-// streamKey is the key of stream r of the run whose seed gave base.
-func streamKey(base uint64, r int) uint64 { return mix64(base + golden*uint64(r)) }
+// syncStreamKey is the key of stream r of the run whose seed gave base.
+func syncStreamKey(base uint64, r int) uint64 { return splitmix64(base + splitmixGamma*uint64(r)) }
 
-// draw is value number i of the stream with key k.
-func draw(k uint64, i int) uint64 {
+// syncDraw is value number i of the stream with key k.
+func syncDraw(k uint64, i int) uint64 {
 	s := k + wyInc*uint64(i+1)
 	hi, lo := bits.Mul64(s, s^wyXor)
 	return hi ^ lo
 }
 
-// input is node i's x_i, uniform on [0, 1) with 53 random bits.
-func input(k uint64, i int) float64 { return float64(draw(k, i)>>11) * 0x1p-53 }
+// syncInput is node i's x_i, uniform on [0, 1) with 53 random bits.
+func syncInput(k uint64, i int) float64 { return float64(syncDraw(k, i)>>11) * 0x1p-53 }
 
 // cubeBit is 2^k for the hypercube fast path's neighbour k = ⌊h · dim /
 // 2^64⌋: node i sends to i XOR cubeBit(h, dim).
@@ -439,15 +439,15 @@ func (s *syncRun) parallel(f func(w int)) {
 // measures the inputs and lists the sends of round 1; it returns the
 // relative error of the inputs in Jacobi mode, and NaN in Sequential mode.
 func (s *syncRun) init() float64 {
-	k0 := streamKey(s.base, 0)
+	k0 := syncStreamKey(s.base, 0)
 	s.parallel(func(w int) {
 		st := &s.stats[w]
-		*st = workerStat{}
+		*st = syncWorkerStat{}
 		lo, _ := s.chunk(s.chunkLo[w])
 		hi := min(s.chunkLo[w+1]<<s.chunkBits, s.n)
 		for i := lo; i < hi; i++ {
 			var carry uint64
-			st.sumLo, carry = bits.Add64(st.sumLo, draw(k0, i)>>11, 0)
+			st.sumLo, carry = bits.Add64(st.sumLo, syncDraw(k0, i)>>11, 0)
 			st.sumHi += carry
 		}
 	})
@@ -465,36 +465,36 @@ func (s *syncRun) init() float64 {
 	}
 
 	if s.cfg.Sequential {
-		s.cur = make([]pair, s.n)
+		s.cur = make([]xwPair, s.n)
 		s.tg = make([]uint32, min(1<<s.chunkBits, s.n))
 	} else {
 		s.spare = min(maxSpare, 1<<max(0, bits.Len(uint(s.n>>6))-1))
 		c := s.n + s.workers*s.spare
-		s.cur = make([]pair, s.n, c)
+		s.cur = make([]xwPair, s.n, c)
 		s.next = s.cur
 		if !s.carry {
-			s.next = make([]pair, s.n, c)
+			s.next = make([]xwPair, s.n, c)
 		}
 		s.tg = make([]uint32, s.n)
 		s.stage = make([][]uint32, s.workers)
-		s.snap = make([][]pair, s.workers)
+		s.snap = make([][]xwPair, s.workers)
 		for w := range s.stage {
 			s.stage[w] = make([]uint32, min(1<<s.chunkBits, s.n))
 			if s.carry {
-				s.snap[w] = make([]pair, min(1<<s.chunkBits, s.n))
+				s.snap[w] = make([]xwPair, min(1<<s.chunkBits, s.n))
 			}
 		}
 	}
-	k1 := streamKey(s.base, 1)
+	k1 := syncStreamKey(s.base, 1)
 	s.parallel(func(w int) {
 		if !s.cfg.Sequential {
 			s.reserve(w, k1)
 		}
-		m := newMaxErr(s.alpha)
+		m := newRunningMaxErr(s.alpha)
 		for c := s.chunkLo[w]; c < s.chunkLo[w+1]; c++ {
 			lo, hi := s.chunk(c)
 			for i := lo; i < hi; i++ {
-				s.cur[i] = pair{input(k0, i), 1}
+				s.cur[i] = xwPair{syncInput(k0, i), 1}
 			}
 			if !s.cfg.Sequential {
 				m = s.list(w, c, k1, s.cur, m)
@@ -519,7 +519,7 @@ func (s *syncRun) reserve(w int, rk uint64) {
 		tg := s.tg[lo:hi]
 		s.targets(w, tg, lo, rk)
 		for _, t := range tg {
-			if to := int(t) >> s.chunkBits; to != c && t != none {
+			if to := int(t) >> s.chunkBits; to != c && t != noTarget {
 				count[to]++
 			}
 		}
@@ -530,7 +530,7 @@ func (s *syncRun) reserve(w int, rk uint64) {
 		}
 		k += k/16 + 2
 		if s.carry {
-			s.cin[w][to], s.cout[w][to] = make([]carried, 0, k), make([]carried, 0, k)
+			s.cin[w][to], s.cout[w][to] = make([]carriedSend, 0, k), make([]carriedSend, 0, k)
 		} else {
 			s.in[w][to], s.out[w][to] = make([]uint64, 0, k), make([]uint64, 0, k)
 		}
@@ -540,24 +540,24 @@ func (s *syncRun) reserve(w int, rk uint64) {
 // targets fills tg with where the nodes lo, lo+1, … send in the round with
 // key rk, so that the loops using them stay small and make no calls. An
 // invalid answer from a generic overlay is noted in worker w's stat and
-// becomes none.
+// becomes noTarget.
 func (s *syncRun) targets(w int, tg []uint32, lo int, rk uint64) {
 	if s.dim > 0 {
 		dim := uint64(s.dim)
 		for k := range tg {
 			i := lo + k
-			tg[k] = uint32(i ^ cubeBit(draw(rk, i), dim))
+			tg[k] = uint32(i ^ cubeBit(syncDraw(rk, i), dim))
 		}
 		return
 	}
 	for k := range tg {
 		i := lo + k
-		t := s.neighbor(draw(rk, i), i)
+		t := s.neighbor(syncDraw(rk, i), i)
 		if uint(t) >= uint(s.n) {
 			if st := &s.stats[w]; !st.bad {
 				st.bad, st.badNode, st.badTo = true, i, t
 			}
-			t = none
+			t = noTarget
 		}
 		tg[k] = uint32(t)
 	}
@@ -569,7 +569,7 @@ func (s *syncRun) targets(w int, tg []uint32, lo int, rk uint64) {
 // tg to spare pairs instead. The first loop notes the leaving sends in
 // worker w's stage without a branch (their positions are random, and a
 // branch would be mispredicted on most of them); the second lists them.
-func (s *syncRun) list(w, c int, rk uint64, state []pair, m maxErr) maxErr {
+func (s *syncRun) list(w, c int, rk uint64, state []xwPair, m runningMaxErr) runningMaxErr {
 	lo, hi := s.chunk(c)
 	tg := s.tg[lo:hi]
 	s.targets(w, tg, lo, rk)
@@ -580,7 +580,7 @@ func (s *syncRun) list(w, c int, rk uint64, state []pair, m maxErr) maxErr {
 			m = m.add(m.err(p))
 		}
 		stage[leaving] = uint32(k)
-		if int(t)>>cb != c { // always so for none
+		if int(t)>>cb != c { // always so for noTarget
 			leaving++
 		}
 	}
@@ -588,49 +588,51 @@ func (s *syncRun) list(w, c int, rk uint64, state []pair, m maxErr) maxErr {
 	for _, k := range stage[:leaving] {
 		t := tg[k]
 		switch to := int(t) >> cb; {
-		case t == none:
+		case t == noTarget:
 		case s.carry:
 			p := state[lo+int(k)]
-			cout[to] = push(cout[to], carried{t, pair{p[0] * 0.5, p[1] * 0.5}})
+			cout[to] = pushListed(cout[to], carriedSend{t, xwPair{p[0] * 0.5, p[1] * 0.5}})
 		default:
-			out[to] = push(out[to], uint64(lo+int(k))<<32|uint64(t))
+			out[to] = pushListed(out[to], uint64(lo+int(k))<<32|uint64(t))
 		}
 		tg[k] = uint32(s.n + w*s.spare + int(k)&(s.spare-1))
 	}
 	return m
 }
 
-// push appends e to l, growing l by an eighth when it is full rather than
+// pushListed appends e to l, growing l by an eighth when it is full rather than
 // by append's quarter or double: the lists' capacity settles at the most
 // sends a round needed, and the memory budget has little room for slack.
-func push[E any](l []E, e E) []E {
+func pushListed[E any](l []E, e E) []E {
 	if len(l) == cap(l) {
-		l = grow(l)
+		l = growListed(l)
 	}
 	return append(l, e)
 }
 
-func grow[E any](l []E) []E {
+func growListed[E any](l []E) []E {
 	g := make([]E, len(l), len(l)+len(l)/8+4)
 	copy(g, l)
 	return g
 }
 
-// maxErr is a running max of e_i = |y_i - α| over estimates y_i = x_i/w_i
+// runningMaxErr is a running max of e_i = |y_i - α| over estimates y_i = x_i/w_i
 // that notes NaN estimates apart. Its methods are value methods that
 // inline, so the loops keep it in registers, and their branches are almost
 // never taken, so the loops do not wait on a chain of max operations.
-type maxErr struct {
+type runningMaxErr struct {
 	abs   float64 // the max so far
-	lim   float64 // see addPair
+	lim   float64 // see the method below
 	alpha float64
 	nan   bool
 }
 
-func newMaxErr(alpha float64) maxErr { return maxErr{alpha: alpha, lim: math.Inf(-1)} }
+func newRunningMaxErr(alpha float64) runningMaxErr {
+	return runningMaxErr{alpha: alpha, lim: math.Inf(-1)}
+}
 
 // add returns m with e folded in.
-func (m maxErr) add(e float64) maxErr {
+func (m runningMaxErr) add(e float64) runningMaxErr {
 	if e > m.abs {
 		// Rounding bounds (u = 2^-53): e_i as computed is within
 		// (1+u)(|q-α| + |q|u) of the exact quotient q = x_i/w_i, and the
@@ -648,17 +650,17 @@ func (m maxErr) add(e float64) maxErr {
 // max; the loops call m.add(m.err(p)) only for the pairs it does not
 // clear, and get the max of all e_i. NaN, zero and infinite values are
 // never cleared. (Two methods rather than one so that both inline.)
-func (m maxErr) below(p pair) bool {
+func (m runningMaxErr) below(p xwPair) bool {
 	d, l := p[0]-m.alpha*p[1], m.lim*p[1]
 	return d < l && -d < l
 }
 
 // err is p's e_i, as computed for every pair below does not clear.
-func (m maxErr) err(p pair) float64 { return math.Abs(p[0]/p[1] - m.alpha) }
+func (m runningMaxErr) err(p xwPair) float64 { return math.Abs(p[0]/p[1] - m.alpha) }
 
 // relError turns m into the relative error of equation 4.1, +Inf if some
 // estimate was NaN (so that it never looks converged).
-func (s *syncRun) relError(m maxErr) float64 {
+func (s *syncRun) relError(m runningMaxErr) float64 {
 	if m.nan {
 		return math.Inf(1)
 	}
@@ -668,7 +670,7 @@ func (s *syncRun) relError(m maxErr) float64 {
 // workerError is the relative error the workers measured in their last
 // pass.
 func (s *syncRun) workerError() float64 {
-	var m maxErr
+	var m runningMaxErr
 	for _, st := range s.stats {
 		m = m.add(st.err.abs)
 		m.nan = m.nan || st.err.nan
@@ -677,8 +679,8 @@ func (s *syncRun) workerError() float64 {
 }
 
 // measure is the relative error of a state, in one pass.
-func (s *syncRun) measure(state []pair) float64 {
-	m := newMaxErr(s.alpha)
+func (s *syncRun) measure(state []xwPair) float64 {
+	m := newRunningMaxErr(s.alpha)
 	for _, p := range state {
 		if !m.below(p) {
 			m = m.add(m.err(p))
@@ -764,7 +766,7 @@ func (s *syncRun) runJacobi(ctx context.Context) (SyncResult, error) {
 	relErr := s.init()
 	for r := 0; ; r++ {
 		if r > 0 {
-			rkNext := streamKey(s.base, r+1)
+			rkNext := syncStreamKey(s.base, r+1)
 			s.parallel(func(w int) { s.step(w, rkNext) })
 			s.cur, s.next = s.next, s.cur
 			relErr = s.workerError()
@@ -787,14 +789,14 @@ func (s *syncRun) runJacobi(ctx context.Context) (SyncResult, error) {
 // state is only read, so a chunk's owner may read any node's pair.
 func (s *syncRun) step(w int, rkNext uint64) {
 	st := &s.stats[w]
-	*st = workerStat{}
+	*st = syncWorkerStat{}
 	for c := range s.out[w] {
 		s.out[w][c] = s.out[w][c][:0]
 	}
 	for c := range s.cout[w] {
 		s.cout[w][c] = s.cout[w][c][:0]
 	}
-	m := newMaxErr(s.alpha)
+	m := newRunningMaxErr(s.alpha)
 	for c := s.chunkLo[w]; c < s.chunkLo[w+1]; c++ {
 		lo, hi := s.chunk(c)
 		start := s.cur[lo:hi]
@@ -807,7 +809,7 @@ func (s *syncRun) step(w int, rkNext uint64) {
 			if s.carry {
 				receiveCarried(s.next, s.cin[from][c])
 			} else {
-				receive(s.cur, s.next, s.in[from][c])
+				receiveListed(s.cur, s.next, s.in[from][c])
 			}
 		}
 		jacobi(start, s.next, s.tg[lo:hi], lo)
@@ -816,8 +818,8 @@ func (s *syncRun) step(w int, rkNext uint64) {
 	st.err = m
 }
 
-// receive adds listed sends (sender<<32 | target) to next.
-func receive(cur, next []pair, sends []uint64) {
+// receiveListed adds listed sends (sender<<32 | target) to next.
+func receiveListed(cur, next []xwPair, sends []uint64) {
 	for _, e := range sends {
 		i, t := e>>32, uint32(e)
 		next[t][0] += cur[i][0] * 0.5
@@ -826,7 +828,7 @@ func receive(cur, next []pair, sends []uint64) {
 }
 
 // receiveCarried adds listed sends with their halves to next.
-func receiveCarried(next []pair, sends []carried) {
+func receiveCarried(next []xwPair, sends []carriedSend) {
 	for _, e := range sends {
 		next[e.to][0] += e.half[0]
 		next[e.to][1] += e.half[1]
@@ -837,7 +839,7 @@ func receiveCarried(next []pair, sends []carried) {
 // with round-start pairs cur and targets tg: each node adds one half of its
 // pair to its own next pair and the other to its target's, a node of the
 // chunk or, for a send that was listed, a spare pair (see maxSpare).
-func jacobi(cur, next []pair, tg []uint32, lo int) {
+func jacobi(cur, next []xwPair, tg []uint32, lo int) {
 	own, cur := next[lo:lo+len(tg)], cur[:len(tg)]
 	next = next[:cap(next)]
 	for k, t := range tg {
@@ -857,7 +859,7 @@ func (s *syncRun) runSequential(ctx context.Context) (SyncResult, error) {
 		return s.result(0, relErr), err
 	}
 	for r := 1; ; r++ {
-		residual, err := s.sweep(streamKey(s.base, r))
+		residual, err := s.sweep(syncStreamKey(s.base, r))
 		if err != nil {
 			return s.result(r-1, math.Inf(1)), err
 		}
@@ -880,7 +882,7 @@ func (s *syncRun) runSequential(ctx context.Context) (SyncResult, error) {
 // of line 10: the relative error of the estimates as each node left its
 // turn.
 func (s *syncRun) sweep(rk uint64) (residual float64, err error) {
-	m := newMaxErr(s.alpha)
+	m := newRunningMaxErr(s.alpha)
 	for c := range s.chunkLo[1] {
 		lo, hi := s.chunk(c)
 		tg := s.tg[:hi-lo]
@@ -895,15 +897,15 @@ func (s *syncRun) sweep(rk uint64) (residual float64, err error) {
 // gaussSeidel runs Algorithm 7's inner loop over the nodes of a, which
 // send to the nodes tg of all: each halves its pair, adds the half to its
 // target's pair in place and measures y_i = x_i / w_i into m.
-func gaussSeidel(a []pair, tg []uint32, all []pair, m maxErr) maxErr {
+func gaussSeidel(a []xwPair, tg []uint32, all []xwPair, m runningMaxErr) runningMaxErr {
 	for k, t := range tg {
 		hx, hw := a[k][0]*0.5, a[k][1]*0.5
-		a[k] = pair{hx, hw}
+		a[k] = xwPair{hx, hw}
 		all[t][0] += hx
 		all[t][1] += hw
 		// y_i after the send is hx / hw, also when t = i, since doubling
 		// both halves leaves the quotient unchanged.
-		if p := (pair{hx, hw}); !m.below(p) {
+		if p := (xwPair{hx, hw}); !m.below(p) {
 			m = m.add(m.err(p))
 		}
 	}

@@ -20,107 +20,108 @@ import (
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
-// Small overlays for the tests; package topology has the real ones.
+// Small overlays for the tests, named sync… so as not to clash with other
+// tests of package sim; package topology has the real ones.
 
-// cube is the 2^d-node hypercube, neighbour k of v being v XOR 2^k, with
+// syncCube is the 2^d-node hypercube, neighbour k of v being v XOR 2^k, with
 // the Dim method that selects RunSync's fast path.
-type cube int
+type syncCube int
 
-func (c cube) Len() int                                      { return 1 << c }
-func (c cube) Dim() int                                      { return int(c) }
-func (c cube) Degree(gossip.NodeID) int                      { return int(c) }
-func (c cube) Neighbor(v gossip.NodeID, k int) gossip.NodeID { return v ^ 1<<k }
+func (c syncCube) Len() int                                      { return 1 << c }
+func (c syncCube) Dim() int                                      { return int(c) }
+func (c syncCube) Degree(gossip.NodeID) int                      { return int(c) }
+func (c syncCube) Neighbor(v gossip.NodeID, k int) gossip.NodeID { return v ^ 1<<k }
 
-// plainCube is the same hypercube without Dim: the generic path.
-type plainCube int
+// syncPlainCube is the same hypercube without Dim: the generic path.
+type syncPlainCube int
 
-func (c plainCube) Len() int                                      { return 1 << c }
-func (c plainCube) Degree(gossip.NodeID) int                      { return int(c) }
-func (c plainCube) Neighbor(v gossip.NodeID, k int) gossip.NodeID { return v ^ 1<<k }
+func (c syncPlainCube) Len() int                                      { return 1 << c }
+func (c syncPlainCube) Degree(gossip.NodeID) int                      { return int(c) }
+func (c syncPlainCube) Neighbor(v gossip.NodeID, k int) gossip.NodeID { return v ^ 1<<k }
 
-// reversedCube claims Dim but lists its neighbours highest bit first, so the
+// syncReversedCube claims Dim but lists its neighbours highest bit first, so the
 // fast path (neighbour k = v XOR 2^k) must not be taken.
-type reversedCube int
+type syncReversedCube int
 
-func (c reversedCube) Len() int                 { return 1 << c }
-func (c reversedCube) Dim() int                 { return int(c) }
-func (c reversedCube) Degree(gossip.NodeID) int { return int(c) }
-func (c reversedCube) Neighbor(v gossip.NodeID, k int) gossip.NodeID {
+func (c syncReversedCube) Len() int                 { return 1 << c }
+func (c syncReversedCube) Dim() int                 { return int(c) }
+func (c syncReversedCube) Degree(gossip.NodeID) int { return int(c) }
+func (c syncReversedCube) Neighbor(v gossip.NodeID, k int) gossip.NodeID {
 	return v ^ 1<<(int(c)-1-k)
 }
 
-// complete is the complete graph: every other node is a neighbour.
-type complete int
+// syncComplete is the complete graph: every other node is a neighbour.
+type syncComplete int
 
-func (c complete) Len() int                 { return int(c) }
-func (c complete) Degree(gossip.NodeID) int { return int(c) - 1 }
-func (c complete) Neighbor(v gossip.NodeID, k int) gossip.NodeID {
+func (c syncComplete) Len() int                 { return int(c) }
+func (c syncComplete) Degree(gossip.NodeID) int { return int(c) - 1 }
+func (c syncComplete) Neighbor(v gossip.NodeID, k int) gossip.NodeID {
 	if k < int(v) {
 		return gossip.NodeID(k)
 	}
 	return gossip.NodeID(k + 1)
 }
 
-// ring links node v to v-1 and v+1 (mod N).
-type ring int
+// syncRing links node v to v-1 and v+1 (mod N).
+type syncRing int
 
-func (r ring) Len() int                 { return int(r) }
-func (r ring) Degree(gossip.NodeID) int { return 2 }
-func (r ring) Neighbor(v gossip.NodeID, k int) gossip.NodeID {
+func (r syncRing) Len() int                 { return int(r) }
+func (r syncRing) Degree(gossip.NodeID) int { return 2 }
+func (r syncRing) Neighbor(v gossip.NodeID, k int) gossip.NodeID {
 	if k == 0 {
 		return gossip.NodeID((int(v) + 1) % int(r))
 	}
 	return gossip.NodeID((int(v) + int(r) - 1) % int(r))
 }
 
-// isolated is a ring of 8 whose node 5 has no neighbour.
-type isolated struct{ ring }
+// syncIsolated is a ring of 8 whose node 5 has no neighbour.
+type syncIsolated struct{ syncRing }
 
-func (isolated) Degree(v gossip.NodeID) int {
+func (syncIsolated) Degree(v gossip.NodeID) int {
 	if v == 5 {
 		return 0
 	}
 	return 2
 }
 
-// outOfRange is a ring of 8 whose node 3 names a neighbour that does not
+// syncOutOfRange is a ring of 8 whose node 3 names a neighbour that does not
 // exist.
-type outOfRange struct{ ring }
+type syncOutOfRange struct{ syncRing }
 
-func (o outOfRange) Neighbor(v gossip.NodeID, k int) gossip.NodeID {
+func (o syncOutOfRange) Neighbor(v gossip.NodeID, k int) gossip.NodeID {
 	if v == 3 {
 		return 99
 	}
-	return o.ring.Neighbor(v, k)
+	return o.syncRing.Neighbor(v, k)
 }
 
-// reference is a slow, obvious Push-Sum run with the same random numbers as
+// syncReference is a slow, obvious Push-Sum run with the same random numbers as
 // RunSync: plain slices, α from exact arithmetic (math/big), errors measured
 // with gossip.RelError. In Jacobi mode every next pair is summed from zero
 // in increasing sender order, which is RunSync's order when the overlay fits
 // in one chunk.
-type reference struct {
-	rounds    int
-	converged bool
-	maxErr    float64 // after rounds
-	alpha     float64
-	x, w      []float64
+type syncReference struct {
+	rounds        int
+	converged     bool
+	runningMaxErr float64 // after rounds
+	alpha         float64
+	x, w          []float64
 }
 
-func runReference(t *testing.T, g gossip.Neighborhood, seed uint64, eps float64, sequential bool) reference {
+func runSyncReference(t *testing.T, g gossip.Neighborhood, seed uint64, eps float64, sequential bool) syncReference {
 	t.Helper()
 	n := g.Len()
-	base := mix64(seed ^ seedSalt)
+	base := splitmix64(seed ^ syncSeedSalt)
 	x, w := make([]float64, n), make([]float64, n)
 	values := make([][]float64, n)
-	k0 := streamKey(base, 0)
+	k0 := syncStreamKey(base, 0)
 	for i := range n {
-		x[i], w[i] = input(k0, i), 1
+		x[i], w[i] = syncInput(k0, i), 1
 		values[i] = []float64{x[i]}
 	}
-	alpha := exactMean(values)
+	alpha := syncExactMean(values)
 	agg := []float64{alpha}
-	maxErr := func(ys func(i int) float64) float64 {
+	runningMaxErr := func(ys func(i int) float64) float64 {
 		worst := 0.0
 		for i := range n {
 			worst = max(worst, gossip.RelError([]float64{ys(i)}, agg))
@@ -129,12 +130,12 @@ func runReference(t *testing.T, g gossip.Neighborhood, seed uint64, eps float64,
 	}
 	state := func(i int) float64 { return x[i] / w[i] }
 	choose := func(rk uint64, i int) int {
-		k := mulHi(draw(rk, i), uint64(g.Degree(gossip.NodeID(i))))
+		k := syncMulHi(syncDraw(rk, i), uint64(g.Degree(gossip.NodeID(i))))
 		return int(g.Neighbor(gossip.NodeID(i), int(k)))
 	}
-	ref := reference{alpha: alpha, maxErr: maxErr(state)}
-	for r := 1; ref.maxErr > eps && r <= 100_000; r++ {
-		rk := streamKey(base, r)
+	ref := syncReference{alpha: alpha, runningMaxErr: runningMaxErr(state)}
+	for r := 1; ref.runningMaxErr > eps && r <= 100_000; r++ {
+		rk := syncStreamKey(base, r)
 		if sequential {
 			y := make([]float64, n)
 			for i := range n {
@@ -143,10 +144,10 @@ func runReference(t *testing.T, g gossip.Neighborhood, seed uint64, eps float64,
 				x[j], w[j] = x[j]+x[i], w[j]+w[i]
 				y[i] = x[i] / w[i]
 			}
-			residual := maxErr(func(i int) float64 { return y[i] })
-			ref.maxErr = maxErr(state)
-			if residual > eps && ref.maxErr <= eps {
-				ref.maxErr = residual // Algorithm 7 goes on: its residual is what it sees
+			residual := runningMaxErr(func(i int) float64 { return y[i] })
+			ref.runningMaxErr = runningMaxErr(state)
+			if residual > eps && ref.runningMaxErr <= eps {
+				ref.runningMaxErr = residual // Algorithm 7 goes on: its residual is what it sees
 			}
 		} else {
 			nx, nw := make([]float64, n), make([]float64, n)
@@ -156,18 +157,18 @@ func runReference(t *testing.T, g gossip.Neighborhood, seed uint64, eps float64,
 				nx[j], nw[j] = nx[j]+x[i]/2, nw[j]+w[i]/2
 			}
 			x, w = nx, nw
-			ref.maxErr = maxErr(state)
+			ref.runningMaxErr = runningMaxErr(state)
 		}
 		ref.rounds = r
 	}
-	ref.converged = ref.maxErr <= eps
+	ref.converged = ref.runningMaxErr <= eps
 	ref.x, ref.w = x, w
 	return ref
 }
 
-// exactMean is the average of values[i][0] rounded once, to float64: the
+// syncExactMean is the average of values[i][0] rounded once, to float64: the
 // sum is exact in 1024-bit arithmetic.
-func exactMean(values [][]float64) float64 {
+func syncExactMean(values [][]float64) float64 {
 	sum := new(big.Float).SetPrec(1024)
 	for _, v := range values {
 		sum.Add(sum, new(big.Float).SetFloat64(v[0]))
@@ -176,9 +177,9 @@ func exactMean(values [][]float64) float64 {
 	return mean
 }
 
-// mulHi is ⌊a·b / 2^64⌋ written with 32-bit halves, independently of
+// syncMulHi is ⌊a·b / 2^64⌋ written with 32-bit halves, independently of
 // math/bits.
-func mulHi(a, b uint64) uint64 {
+func syncMulHi(a, b uint64) uint64 {
 	a1, a0 := a>>32, a&0xffffffff
 	b1, b0 := b>>32, b&0xffffffff
 	mid1, mid2 := a1*b0, a0*b1
@@ -186,9 +187,9 @@ func mulHi(a, b uint64) uint64 {
 	return a1*b1 + mid1>>32 + mid2>>32 + carry
 }
 
-// runInternal runs RunSync's machinery and hands back the run, so that tests
+// runSyncInternal runs RunSync's machinery and hands back the run, so that tests
 // can inspect the final state.
-func runInternal(t *testing.T, cfg SyncConfig) (*syncRun, SyncResult) {
+func runSyncInternal(t *testing.T, cfg SyncConfig) (*syncRun, SyncResult) {
 	t.Helper()
 	s, err := newSyncRun(cfg)
 	require.NoError(t, err)
@@ -197,9 +198,9 @@ func runInternal(t *testing.T, cfg SyncConfig) (*syncRun, SyncResult) {
 	return s, res
 }
 
-// stateError recomputes the largest relative error of a final state with
+// syncStateError recomputes the largest relative error of a final state with
 // gossip.RelError, independently of RunSync's fused check.
-func stateError(t *testing.T, state []pair, alpha float64) float64 {
+func syncStateError(t *testing.T, state []xwPair, alpha float64) float64 {
 	t.Helper()
 	worst := 0.0
 	for _, p := range state {
@@ -214,34 +215,34 @@ func TestRunSyncMatchesReference(t *testing.T) {
 		name string
 		g    gossip.Neighborhood
 	}{
-		{"cube8", cube(8)},
-		{"plainCube8", plainCube(8)},
-		{"complete40", complete(40)},
-		{"ring12", ring(12)},
+		{"cube8", syncCube(8)},
+		{"plainCube8", syncPlainCube(8)},
+		{"complete40", syncComplete(40)},
+		{"ring12", syncRing(12)},
 	}
 	for _, o := range overlays {
 		for _, sequential := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/sequential=%v", o.name, sequential), func(t *testing.T) {
 				const seed = 42
-				ref := runReference(t, o.g, seed, eps, sequential)
+				ref := runSyncReference(t, o.g, seed, eps, sequential)
 				require.True(t, ref.converged, "the reference run converges")
 
 				// One chunk: RunSync adds in the reference's order, so the
 				// runs agree bit for bit.
-				s, res := runInternal(t, SyncConfig{Overlay: o.g, Epsilon: eps, Seed: seed, Sequential: sequential})
+				s, res := runSyncInternal(t, SyncConfig{Overlay: o.g, Epsilon: eps, Seed: seed, Sequential: sequential})
 				assert.True(t, res.Converged)
 				assert.Equal(t, ref.rounds, res.Rounds)
 				assert.Equal(t, ref.alpha, res.Aggregate)
-				assert.Equal(t, ref.maxErr, res.MaxRelError)
+				assert.Equal(t, ref.runningMaxErr, res.MaxRelError)
 				assert.LessOrEqual(t, res.MaxRelError, eps)
-				assert.Equal(t, stateError(t, s.cur, ref.alpha), res.MaxRelError,
+				assert.Equal(t, syncStateError(t, s.cur, ref.alpha), res.MaxRelError,
 					"the reported error is the final state's")
 				for i, p := range s.cur {
-					require.Equal(t, pair{ref.x[i], ref.w[i]}, p, "node %d", i)
+					require.Equal(t, xwPair{ref.x[i], ref.w[i]}, p, "node %d", i)
 				}
 				assert.Equal(t, uint64(seed), res.Seed)
 				assert.Equal(t, o.g.Len(), res.Nodes)
-				_, isCube := o.g.(cube)
+				_, isCube := o.g.(syncCube)
 				assert.Equal(t, isCube, res.Hypercube)
 			})
 		}
@@ -250,13 +251,13 @@ func TestRunSyncMatchesReference(t *testing.T) {
 			// added before those from the chunk's own nodes, so the sums
 			// round differently from the reference's.
 			const seed = 7
-			ref := runReference(t, o.g, seed, eps, false)
-			s, res := runInternal(t, SyncConfig{Overlay: o.g, Epsilon: eps, Seed: seed, Workers: 3, chunkBits: 2})
+			ref := runSyncReference(t, o.g, seed, eps, false)
+			s, res := runSyncInternal(t, SyncConfig{Overlay: o.g, Epsilon: eps, Seed: seed, Workers: 3, chunkBits: 2})
 			require.Greater(t, res.Workers, 1, "several workers really share the nodes")
 			assert.True(t, res.Converged)
 			assert.Equal(t, ref.rounds, res.Rounds)
 			assert.LessOrEqual(t, res.MaxRelError, eps)
-			assert.Equal(t, stateError(t, s.cur, ref.alpha), res.MaxRelError)
+			assert.Equal(t, syncStateError(t, s.cur, ref.alpha), res.MaxRelError)
 			// A node sums at most m = degree+1 non-negative terms in a
 			// round; any two orders of the sum are within 2(m-1)u of each
 			// other relative (u = 2^-53), x and w each, so within 4(m-1)u
@@ -267,7 +268,7 @@ func TestRunSyncMatchesReference(t *testing.T) {
 				m = max(m, o.g.Degree(gossip.NodeID(v))+1)
 			}
 			tol := 4 * float64((m-1)*res.Rounds) * 0x1p-53
-			assert.InDelta(t, ref.maxErr, res.MaxRelError, tol)
+			assert.InDelta(t, ref.runningMaxErr, res.MaxRelError, tol)
 			for i, p := range s.cur {
 				require.InEpsilon(t, ref.x[i]/ref.w[i], p[0]/p[1], tol, "node %d", i)
 			}
@@ -282,18 +283,18 @@ func TestRunSyncDeterministicAcrossWorkers(t *testing.T) {
 		chunkBits uint
 		carry     bool // whether listed sends carry their halves
 	}{
-		{"cube12", cube(12), 8, true},             // 16 chunks, a third of the sends leave theirs
-		{"cube12/half leave", cube(12), 6, false}, // 64 chunks, half the sends leave theirs
-		{"plainCube11", plainCube(11), 7, false},  // generic path, 16 chunks
-		{"complete300", complete(300), 5, false},  // almost every send leaves its chunk
-		{"ring100", ring(100), 3, false},
+		{"cube12", syncCube(12), 8, true},             // 16 chunks, a third of the sends leave theirs
+		{"cube12/half leave", syncCube(12), 6, false}, // 64 chunks, half the sends leave theirs
+		{"plainCube11", syncPlainCube(11), 7, false},  // generic path, 16 chunks
+		{"complete300", syncComplete(300), 5, false},  // almost every send leaves its chunk
+		{"ring100", syncRing(100), 3, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var first *syncRun
 			var want SyncResult
 			for _, workers := range []int{1, 2, 3, 7} {
-				s, res := runInternal(t, SyncConfig{Overlay: c.g, Epsilon: 1e-12, Seed: 99,
+				s, res := runSyncInternal(t, SyncConfig{Overlay: c.g, Epsilon: 1e-12, Seed: 99,
 					Workers: workers, chunkBits: c.chunkBits})
 				require.True(t, res.Converged)
 				require.Equal(t, workers, res.Workers, "every worker has chunks")
@@ -305,14 +306,14 @@ func TestRunSyncDeterministicAcrossWorkers(t *testing.T) {
 				assert.Equal(t, want.Rounds, res.Rounds, "workers=%d", workers)
 				assert.Equal(t, math.Float64bits(want.MaxRelError), math.Float64bits(res.MaxRelError),
 					"workers=%d", workers)
-				assert.Equal(t, -1, firstDifference(first.cur, s.cur), "workers=%d: final states", workers)
+				assert.Equal(t, -1, syncFirstDifference(first.cur, s.cur), "workers=%d: final states", workers)
 			}
 		})
 	}
 }
 
-// firstDifference is the first node whose pairs differ in any bit, or -1.
-func firstDifference(a, b []pair) int {
+// syncFirstDifference is the first node whose pairs differ in any bit, or -1.
+func syncFirstDifference(a, b []xwPair) int {
 	if len(a) != len(b) {
 		return 0
 	}
@@ -326,21 +327,21 @@ func firstDifference(a, b []pair) int {
 	return -1
 }
 
-func TestMaxErrScreen(t *testing.T) {
+func TestRunSyncErrorScreen(t *testing.T) {
 	// The division-free screen must never change the max: compare with
 	// plain division on pairs at and around every rounding boundary, in
 	// many orders (the screen's threshold follows the running max).
 	const u = 0x1p-53
 	for _, alpha := range []float64{0.4997, 1, -3.25, 1e-300, 1e300, 0} {
-		var pairs []pair
+		var pairs []xwPair
 		for _, w := range []float64{0x1p-1000, 1e-5, 0.5, 1, 3, 1e5, 0x1p1000} {
 			for _, rel := range []float64{0, u, -u, 2 * u, -2 * u, 4 * u, -4 * u, 1e-15, -1e-15,
 				1e-13, -1e-13, 1e-13 + u, 0.5, -0.5} {
-				pairs = append(pairs, pair{alpha * w * (1 + rel), w}, pair{alpha*w + rel*w, w})
+				pairs = append(pairs, xwPair{alpha * w * (1 + rel), w}, xwPair{alpha*w + rel*w, w})
 			}
 		}
-		pairs = append(pairs, pair{1, 0}, pair{0, 0}, pair{math.Inf(1), 1}, pair{1, math.Inf(1)},
-			pair{-1, -2})
+		pairs = append(pairs, xwPair{1, 0}, xwPair{0, 0}, xwPair{math.Inf(1), 1}, xwPair{1, math.Inf(1)},
+			xwPair{-1, -2})
 		// Errors a few ulps apart, where a screen without its margin
 		// would let a larger e_i pass for a smaller one.
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -350,11 +351,11 @@ func TestMaxErrScreen(t *testing.T) {
 			for range rng.IntN(12) {
 				y = math.Nextafter(y, math.Inf(1))
 			}
-			pairs = append(pairs, pair{w * y, w})
+			pairs = append(pairs, xwPair{w * y, w})
 		}
 		for trial := range 50 {
 			rng.Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
-			want, screened := 0.0, newMaxErr(alpha)
+			want, screened := 0.0, newRunningMaxErr(alpha)
 			wantNaN := false
 			for _, p := range pairs {
 				e := math.Abs(p[0]/p[1] - alpha)
@@ -373,16 +374,16 @@ func TestMaxErrScreen(t *testing.T) {
 		// A single pair one ulp above all the others, last: the screen
 		// must let it through, whatever the weights.
 		for trial := range 200 {
-			at := func(ulps int) pair {
+			at := func(ulps int) xwPair {
 				y := alpha
 				for range ulps {
 					y = math.Nextafter(y, math.Inf(1))
 				}
 				w := (0.5 + rng.Float64()) * math.Ldexp(1, rng.IntN(40)-20)
-				return pair{w * y, w}
+				return xwPair{w * y, w}
 			}
 			level := 1 + trial%8
-			m, want := newMaxErr(alpha), 0.0
+			m, want := newRunningMaxErr(alpha), 0.0
 			for k := range 20 {
 				p := at(level)
 				if k == 19 {
@@ -398,7 +399,7 @@ func TestMaxErrScreen(t *testing.T) {
 			require.Equal(t, want, m.abs, "alpha %v, trial %d", alpha, trial)
 		}
 		// Without the odd pairs, no NaN: the screen must not invent one.
-		clean := newMaxErr(alpha)
+		clean := newRunningMaxErr(alpha)
 		for _, p := range pairs {
 			if p[1] > 0 && !math.IsInf(p[0], 0) && !math.IsInf(p[1], 0) && !clean.below(p) {
 				clean = clean.add(clean.err(p))
@@ -411,18 +412,18 @@ func TestMaxErrScreen(t *testing.T) {
 func TestRunSyncFastPath(t *testing.T) {
 	for _, sequential := range []bool{false, true} {
 		cfg := SyncConfig{Epsilon: 1e-12, Seed: 5, Sequential: sequential, chunkBits: 6}
-		cfg.Overlay = cube(10)
-		fast, fres := runInternal(t, cfg)
-		cfg.Overlay = plainCube(10)
-		slow, sres := runInternal(t, cfg)
+		cfg.Overlay = syncCube(10)
+		fast, fres := runSyncInternal(t, cfg)
+		cfg.Overlay = syncPlainCube(10)
+		slow, sres := runSyncInternal(t, cfg)
 		assert.True(t, fres.Hypercube)
 		assert.False(t, sres.Hypercube)
 		fres.Hypercube = false
 		fres.StateBytes = sres.StateBytes // the fast path may carry halves in its lists
 		assert.Equal(t, sres, fres, "the fast path draws the same neighbours")
-		assert.Equal(t, -1, firstDifference(slow.cur, fast.cur), "final states")
+		assert.Equal(t, -1, syncFirstDifference(slow.cur, fast.cur), "final states")
 
-		cfg.Overlay = reversedCube(10)
+		cfg.Overlay = syncReversedCube(10)
 		res, err := RunSync(context.Background(), cfg)
 		require.NoError(t, err)
 		assert.False(t, res.Hypercube, "another neighbour order is not the fast path's")
@@ -435,7 +436,7 @@ func TestRunSyncRoundsGrowWithN(t *testing.T) {
 		total := 0
 		const seeds = 4
 		for seed := range uint64(seeds) {
-			res, err := RunSync(context.Background(), SyncConfig{Overlay: cube(d), Epsilon: 1e-13,
+			res, err := RunSync(context.Background(), SyncConfig{Overlay: syncCube(d), Epsilon: 1e-13,
 				Seed: seed, Sequential: sequential})
 			require.NoError(t, err)
 			require.True(t, res.Converged)
@@ -458,7 +459,7 @@ func TestRunSyncCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		const at = 5
 		calls := 0
-		res, err := RunSync(ctx, SyncConfig{Overlay: cube(10), Epsilon: 1e-13, Seed: 1,
+		res, err := RunSync(ctx, SyncConfig{Overlay: syncCube(10), Epsilon: 1e-13, Seed: 1,
 			Sequential: sequential, Progress: func(round int, _ float64) {
 				calls++
 				if round == at {
@@ -478,7 +479,7 @@ func TestRunSyncCancel(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res, err := RunSync(ctx, SyncConfig{Overlay: cube(4), Epsilon: 1e-6, Seed: 3})
+	res, err := RunSync(ctx, SyncConfig{Overlay: syncCube(4), Epsilon: 1e-6, Seed: 3})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 0, res.Rounds)
 	assert.Equal(t, uint64(3), res.Seed)
@@ -486,11 +487,11 @@ func TestRunSyncCancel(t *testing.T) {
 
 func TestRunSyncMaxRounds(t *testing.T) {
 	for _, sequential := range []bool{false, true} {
-		s, res := runInternal(t, SyncConfig{Overlay: ring(64), Epsilon: 1e-13, MaxRounds: 3,
+		s, res := runSyncInternal(t, SyncConfig{Overlay: syncRing(64), Epsilon: 1e-13, MaxRounds: 3,
 			Sequential: sequential})
 		assert.Equal(t, 3, res.Rounds)
 		assert.False(t, res.Converged)
-		assert.Equal(t, stateError(t, s.cur, res.Aggregate), res.MaxRelError,
+		assert.Equal(t, syncStateError(t, s.cur, res.Aggregate), res.MaxRelError,
 			"sequential=%v: the error of the state after MaxRounds", sequential)
 	}
 }
@@ -499,7 +500,7 @@ func TestRunSyncProgress(t *testing.T) {
 	for _, sequential := range []bool{false, true} {
 		var rounds []int
 		var errs []float64
-		res, err := RunSync(context.Background(), SyncConfig{Overlay: complete(64), Epsilon: 1e-12,
+		res, err := RunSync(context.Background(), SyncConfig{Overlay: syncComplete(64), Epsilon: 1e-12,
 			Seed: 8, Sequential: sequential, Progress: func(r int, e float64) {
 				rounds = append(rounds, r)
 				errs = append(errs, e)
@@ -518,25 +519,25 @@ func TestRunSyncProgress(t *testing.T) {
 
 func TestRunSyncInputs(t *testing.T) {
 	const d = 14
-	s, res := runInternal(t, SyncConfig{Overlay: cube(d), Epsilon: 1e-6, Seed: 11})
-	k0 := streamKey(s.base, 0)
+	s, res := runSyncInternal(t, SyncConfig{Overlay: syncCube(d), Epsilon: 1e-6, Seed: 11})
+	k0 := syncStreamKey(s.base, 0)
 	values := make([][]float64, 1<<d)
 	weights := make([]float64, 1<<d)
 	for i := range values {
-		x := input(k0, i)
+		x := syncInput(k0, i)
 		require.True(t, x >= 0 && x < 1, "x_%d = %v lies in [0, 1)", i, x)
 		values[i], weights[i] = []float64{x}, 1
 	}
 	agg, err := gossip.Aggregate(values, weights)
 	require.NoError(t, err)
-	assert.Equal(t, exactMean(values), res.Aggregate, "α is the exact mean, rounded once")
+	assert.Equal(t, syncExactMean(values), res.Aggregate, "α is the exact mean, rounded once")
 	// gossip.Aggregate's compensated sum is within about an ulp of that.
 	assert.InDelta(t, agg[0], res.Aggregate, 2*(math.Nextafter(res.Aggregate, 1)-res.Aggregate))
 	// Uniform inputs: the mean of 2^14 has standard deviation
 	// 1/sqrt(12·2^14) ≈ 0.0023; 0.01 is over four of them.
 	assert.InDelta(t, 0.5, res.Aggregate, 0.01)
 
-	_, other := runInternal(t, SyncConfig{Overlay: cube(d), Epsilon: 1e-6, Seed: 12})
+	_, other := runSyncInternal(t, SyncConfig{Overlay: syncCube(d), Epsilon: 1e-6, Seed: 12})
 	assert.NotEqual(t, res.Aggregate, other.Aggregate, "another seed draws other inputs")
 }
 
@@ -546,17 +547,17 @@ func TestRunSyncStateBytes(t *testing.T) {
 		cfg   SyncConfig
 		carry bool
 	}{
-		{cube(14), SyncConfig{Workers: 2}, true},                      // 16 chunks, 30% of sends listed
-		{cube(14), SyncConfig{Workers: 2, chunkBits: 14}, true},       // one chunk, nothing listed
-		{cube(12), SyncConfig{Workers: 3, chunkBits: 8}, true},        // a third of the sends listed
-		{complete(3000), SyncConfig{Workers: 3, chunkBits: 6}, false}, // nearly all sends listed
-		{ring(100), SyncConfig{Workers: 2, chunkBits: 3}, false},
-		{cube(12), SyncConfig{Sequential: true}, false},
+		{syncCube(14), SyncConfig{Workers: 2}, true},                      // 16 chunks, 30% of sends listed
+		{syncCube(14), SyncConfig{Workers: 2, chunkBits: 14}, true},       // one chunk, nothing listed
+		{syncCube(12), SyncConfig{Workers: 3, chunkBits: 8}, true},        // a third of the sends listed
+		{syncComplete(3000), SyncConfig{Workers: 3, chunkBits: 6}, false}, // nearly all sends listed
+		{syncRing(100), SyncConfig{Workers: 2, chunkBits: 3}, false},
+		{syncCube(12), SyncConfig{Sequential: true}, false},
 	}
 	for _, c := range cases {
 		cfg := c.cfg
 		cfg.Overlay, cfg.Epsilon, cfg.Seed = c.g, 1e-12, 2
-		s, res := runInternal(t, cfg)
+		s, res := runSyncInternal(t, cfg)
 		require.True(t, res.Converged)
 		require.Equal(t, c.carry, s.carry)
 		perNode := float64(res.StateBytes) / float64(res.Nodes)
@@ -580,18 +581,18 @@ func TestRunSyncBadInput(t *testing.T) {
 		want string
 	}{
 		{"nil overlay", SyncConfig{Epsilon: 1e-6}, "no overlay"},
-		{"no nodes", SyncConfig{Overlay: ring(0), Epsilon: 1e-6}, "0 nodes"},
-		{"zero epsilon", SyncConfig{Overlay: ring(4)}, "epsilon"},
-		{"negative epsilon", SyncConfig{Overlay: ring(4), Epsilon: -1e-6}, "epsilon"},
-		{"NaN epsilon", SyncConfig{Overlay: ring(4), Epsilon: math.NaN()}, "epsilon"},
-		{"epsilon one", SyncConfig{Overlay: ring(4), Epsilon: 1}, "epsilon"},
-		{"infinite epsilon", SyncConfig{Overlay: ring(4), Epsilon: math.Inf(1)}, "epsilon"},
-		{"negative workers", SyncConfig{Overlay: ring(4), Epsilon: 1e-6, Workers: -1}, "workers"},
-		{"negative max rounds", SyncConfig{Overlay: ring(4), Epsilon: 1e-6, MaxRounds: -2}, "max rounds"},
-		{"isolated node", SyncConfig{Overlay: isolated{ring(8)}, Epsilon: 1e-6}, "node 5 has degree 0"},
-		{"single node", SyncConfig{Overlay: cube(0), Epsilon: 1e-6}, "node 0 has degree 0"},
-		{"neighbour out of range", SyncConfig{Overlay: outOfRange{ring(8)}, Epsilon: 1e-6}, "node 3 has neighbour 99"},
-		{"neighbour out of range, sequential", SyncConfig{Overlay: outOfRange{ring(8)}, Epsilon: 1e-6,
+		{"no nodes", SyncConfig{Overlay: syncRing(0), Epsilon: 1e-6}, "0 nodes"},
+		{"zero epsilon", SyncConfig{Overlay: syncRing(4)}, "epsilon"},
+		{"negative epsilon", SyncConfig{Overlay: syncRing(4), Epsilon: -1e-6}, "epsilon"},
+		{"NaN epsilon", SyncConfig{Overlay: syncRing(4), Epsilon: math.NaN()}, "epsilon"},
+		{"epsilon one", SyncConfig{Overlay: syncRing(4), Epsilon: 1}, "epsilon"},
+		{"infinite epsilon", SyncConfig{Overlay: syncRing(4), Epsilon: math.Inf(1)}, "epsilon"},
+		{"negative workers", SyncConfig{Overlay: syncRing(4), Epsilon: 1e-6, Workers: -1}, "workers"},
+		{"negative max rounds", SyncConfig{Overlay: syncRing(4), Epsilon: 1e-6, MaxRounds: -2}, "max rounds"},
+		{"isolated node", SyncConfig{Overlay: syncIsolated{syncRing(8)}, Epsilon: 1e-6}, "node 5 has degree 0"},
+		{"single node", SyncConfig{Overlay: syncCube(0), Epsilon: 1e-6}, "node 0 has degree 0"},
+		{"neighbour out of range", SyncConfig{Overlay: syncOutOfRange{syncRing(8)}, Epsilon: 1e-6}, "node 3 has neighbour 99"},
+		{"neighbour out of range, sequential", SyncConfig{Overlay: syncOutOfRange{syncRing(8)}, Epsilon: 1e-6,
 			Sequential: true}, "node 3 has neighbour 99"},
 	}
 	for _, c := range cases {
@@ -608,7 +609,7 @@ func TestRunSyncBadInput(t *testing.T) {
 func ExampleRunSync() {
 	// A hypercube of 2^12 nodes; package topology provides real overlays.
 	res, err := RunSync(context.Background(), SyncConfig{
-		Overlay: cube(12),
+		Overlay: syncCube(12),
 		Epsilon: 1e-12,
 		Seed:    2016,
 	})
@@ -647,7 +648,7 @@ func BenchmarkSyncHypercube20(b *testing.B) {
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
 			cfg := m.cfg
-			cfg.Overlay, cfg.Epsilon, cfg.Seed = cube(20), 1e-13, 1
+			cfg.Overlay, cfg.Epsilon, cfg.Seed = syncCube(20), 1e-13, 1
 			sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 			heap := func() float64 {
 				metrics.Read(sample)
@@ -701,7 +702,7 @@ func BenchmarkSyncModes(b *testing.B) {
 				var jacobi, sequential float64
 				for seed := range uint64(seeds) {
 					for _, seq := range []bool{false, true} {
-						res, err := RunSync(context.Background(), SyncConfig{Overlay: cube(d),
+						res, err := RunSync(context.Background(), SyncConfig{Overlay: syncCube(d),
 							Epsilon: 1e-13, Seed: seed, Sequential: seq})
 						if err != nil || !res.Converged {
 							b.Fatalf("%+v %v", res, err)
@@ -721,8 +722,8 @@ func BenchmarkSyncModes(b *testing.B) {
 	}
 }
 
-func TestWorkerStatSize(t *testing.T) {
+func TestRunSyncWorkerStatSize(t *testing.T) {
 	// Workers write their stats at the end of every round; two of them in
 	// one cache line would bounce it between cores.
-	assert.Zero(t, unsafe.Sizeof(workerStat{})%128)
+	assert.Zero(t, unsafe.Sizeof(syncWorkerStat{})%128)
 }
