@@ -81,6 +81,14 @@ type resolved struct {
 	hash  uint64
 }
 
+// Validate reports the first problem that would make Join fail: a missing
+// group name, an id out of range, an unknown algorithm or topology, a
+// topology that cannot take Nodes, and so on.
+func (c Config) Validate() error {
+	_, err := c.resolve()
+	return err
+}
+
 func (c Config) resolve() (*resolved, error) {
 	if c.Topology == "" {
 		c.Topology = "complete"

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runCLI runs `gossipreduce args...` and returns the exit status, stdout
+// and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdio{Stdout: &stdout, Stderr: &stderr})
+	return code, stdout.String(), stderr.String()
+}
+
+// jsonObject runs a verb that must succeed and decodes its one JSON object.
+func jsonObject(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, args...)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	dec := json.NewDecoder(bytes.NewBufferString(stdout))
+	var obj map[string]any
+	require.NoError(t, dec.Decode(&obj), stdout)
+	require.False(t, dec.More(), "exactly one JSON object")
+	return obj
+}
+
+func TestSimJSONContract(t *testing.T) {
+	obj := jsonObject(t, "sim", "--algo", "ps", "--topology", "hypercube", "--nodes", "32",
+		"--eps", "1e-9", "--runs", "4", "--seed", "11", "--json")
+	// The field names DESIGN.md promises.
+	for _, f := range []string{"algo", "topology", "nodes", "runs", "converged", "max_rel_error", "max_msgs", "mean_msgs", "sim_time", "seed"} {
+		assert.Contains(t, obj, f)
+	}
+	assert.Equal(t, "ps", obj["algo"])
+	assert.Equal(t, "hypercube", obj["topology"])
+	assert.Equal(t, 32.0, obj["nodes"])
+	assert.Equal(t, 4.0, obj["runs"])
+	assert.Equal(t, 4.0, obj["converged"])
+	assert.Equal(t, 11.0, obj["seed"])
+	assert.Equal(t, 14.0, obj["last_seed"])
+	assert.LessOrEqual(t, obj["max_rel_error"].(float64), 1e-9)
+	assert.Positive(t, obj["max_msgs"].(float64))
+}
+
+func TestSimReplaysBySeed(t *testing.T) {
+	// Run 3 of a campaign is run 1 of a campaign starting at its seed.
+	code, stdout, _ := runCLI(t, "sim", "--nodes", "16", "--eps", "1e-10", "--runs", "3", "--seed", "5", "--per-run", "--json")
+	require.Equal(t, 0, code)
+	dec := json.NewDecoder(bytes.NewBufferString(stdout))
+	var runs []map[string]any
+	for dec.More() {
+		var r map[string]any
+		require.NoError(t, dec.Decode(&r))
+		runs = append(runs, r)
+	}
+	require.Len(t, runs, 3)
+	code, stdout, _ = runCLI(t, "sim", "--nodes", "16", "--eps", "1e-10", "--seed", "7", "--per-run", "--json")
+	require.Equal(t, 0, code)
+	var one map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &one))
+	assert.Equal(t, runs[2], one)
+}
+
+func TestSimWithoutSeedPrintsOne(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "sim", "--nodes", "8", "--eps", "1e-6")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "replay with")
+	assert.Contains(t, stdout, "--seed ")
+}
+
+func TestSimFaultFlags(t *testing.T) {
+	obj := jsonObject(t, "sim", "--nodes", "32", "--eps", "1e-9", "--seed", "3", "--dead", "2", "--json")
+	assert.Equal(t, 1.0, obj["converged"], "dead nodes excluded at once: Push-Sum computes the survivors' average")
+	obj = jsonObject(t, "sim", "--nodes", "32", "--eps", "1e-9", "--seed", "3", "--loss", "0.1", "--max-msgs", "300", "--json")
+	assert.Equal(t, 0.0, obj["converged"], "Push-Sum loses mass with the messages")
+	assert.Positive(t, obj["lost"].(float64))
+	obj = jsonObject(t, "sim", "--algo", "rdb", "--topology", "complete", "--nodes", "100", "--eps", "1e-13", "--seed", "3", "--json")
+	assert.Equal(t, 1.0, obj["converged"])
+	assert.LessOrEqual(t, obj["max_msgs"].(float64), 7.0, "⌊log2 100⌋ exchanges + 1 fold message")
+	obj = jsonObject(t, "sim", "--topology", "torus", "--nodes", "27", "--cost", "torus3d", "--eps", "1e-9", "--seed", "3", "--json")
+	assert.Equal(t, "torus:3x3x3", obj["topology"])
+	assert.Equal(t, 1.0, obj["converged"])
+}
+
+func TestSimBadInput(t *testing.T) {
+	for name, args := range map[string][]string{
+		"unknown flag":     {"sim", "--nodez", "3"},
+		"stray argument":   {"sim", "extra"},
+		"eps zero":         {"sim", "--eps", "0"},
+		"eps negative":     {"sim", "--eps", "-1e-3"},
+		"eps NaN":          {"sim", "--eps", "NaN"},
+		"eps Inf":          {"sim", "--eps", "Inf"},
+		"hypercube N":      {"sim", "--topology", "hypercube", "--nodes", "100"},
+		"unknown topology": {"sim", "--topology", "moebius"},
+		"unknown algo":     {"sim", "--algo", "push-magic"},
+		"zero nodes":       {"sim", "--nodes", "0"},
+		"loss one":         {"sim", "--loss", "1"},
+		"bad weights":      {"sim", "--weights", "median"},
+		"bad stop":         {"sim", "--stop", "never"},
+		"bad mode":         {"sim", "--mode", "quantum"},
+		"all dead":         {"sim", "--nodes", "4", "--dead", "4"},
+		"bad dead id":      {"sim", "--nodes", "4", "--dead-ids", "9"},
+		"bad seed":         {"sim", "--seed", "minus-one"},
+		"bad cost":         {"sim", "--cost", "euclid"},
+		"zero runs":        {"sim", "--runs", "0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, args...)
+			assert.Equal(t, 2, code, stderr)
+			assert.NotEmpty(t, stderr)
+			assert.NotContains(t, stderr, "panic")
+		})
+	}
+	code, _, _ := runCLI(t, "no-such-verb")
+	assert.Equal(t, 2, code)
+}
+
+func TestSimSyncMode(t *testing.T) {
+	obj := jsonObject(t, "sim", "--mode", "sync", "--topology", "hypercube", "--nodes", "1024", "--eps", "1e-12", "--seed", "2", "--runs", "2", "--json")
+	assert.Equal(t, "sync", obj["mode"])
+	assert.Equal(t, 2.0, obj["converged"])
+	assert.LessOrEqual(t, obj["max_rel_error"].(float64), 1e-12)
+	rounds := obj["rounds"].(float64)
+	seq := jsonObject(t, "sim", "--mode", "sync", "--sequential", "--topology", "hypercube", "--nodes", "1024", "--eps", "1e-12", "--seed", "2", "--runs", "2", "--json")
+	assert.Equal(t, "sync-sequential", seq["mode"])
+	// Algorithm 7 updates in place, which mixes faster than synchronous
+	// rounds: fewer rounds (about 1.3x fewer at this size).
+	assert.Less(t, seq["rounds"].(float64), rounds)
+	code, _, stderr := runCLI(t, "sim", "--mode", "sync", "--algo", "pfcc")
+	assert.Equal(t, 2, code, stderr)
+}
