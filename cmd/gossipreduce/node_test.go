@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/transport"
+)
+
+func TestNodesAsSeparateClients(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+
+	const n = 3
+	outs := make([]map[string]any, n)
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var stdout, stderr bytes.Buffer
+			codes[i] = run(ctx, []string{"node", "--nats", srv.ClientURL(), "--group", "cli", "--id", fmt.Sprint(i),
+				"--nodes", fmt.Sprint(n), "--value", fmt.Sprintf("%d,%d", i, 10*i), "--sum", "--json"}, &stdio{Stdout: &stdout, Stderr: &stderr})
+			if codes[i] == 0 {
+				_ = json.Unmarshal(stdout.Bytes(), &outs[i])
+			} else {
+				t.Logf("node %d: %s", i, stderr.String())
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		require.Equal(t, 0, codes[i], "node %d", i)
+		res := outs[i]["result"].([]any)
+		// Sum of 0,1,2 and of 0,10,20, within ε = 1e-9.
+		assert.InDelta(t, 3.0, res[0].(float64), 3e-9)
+		assert.InDelta(t, 30.0, res[1].(float64), 30e-9)
+		assert.Equal(t, outs[0]["result"], outs[i]["result"], "the same result everywhere")
+		assert.Equal(t, "sum", outs[i]["op"])
+	}
+}
+
+func TestNodeBadInput(t *testing.T) {
+	for name, args := range map[string][]string{
+		"missing id":  {"node", "--nodes", "2", "--value", "1"},
+		"bad value":   {"node", "--id", "0", "--nodes", "2", "--value", "1,x"},
+		"NaN value":   {"node", "--id", "0", "--nodes", "2", "--value", "NaN"},
+		"id range":    {"node", "--id", "2", "--nodes", "2", "--value", "1"},
+		"bad eps":     {"node", "--id", "0", "--nodes", "2", "--value", "1", "--eps", "-1"},
+		"stray token": {"node", "extra"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		assert.Equal(t, 2, code, "%s: %s", name, stderr)
+	}
+	// Nobody listening: a clear error, exit 1.
+	code, _, stderr := runCLI(t, "node", "--nats", "nats://127.0.0.1:1", "--id", "0", "--nodes", "2", "--value", "1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "transport:")
+}
+
+func TestBenchJSONContract(t *testing.T) {
+	obj := jsonObject(t, "bench", "--nodes", "8", "--runs", "2", "--seed", "1", "--json")
+	algos := obj["algorithms"].([]any)
+	require.Len(t, algos, 4)
+	for _, a := range algos {
+		row := a.(map[string]any)
+		for _, f := range []string{"algo", "seconds_p50", "msgs_per_node", "ratio_to_rdb"} {
+			assert.Contains(t, row, f)
+		}
+		assert.Equal(t, 0.0, row["failed_runs"], row["algo"])
+		assert.Positive(t, row["seconds_p50"].(float64))
+		if row["algo"] == "rdb" {
+			assert.Equal(t, 1.0, row["ratio_to_rdb"])
+			assert.Equal(t, 3.0, row["msgs_per_node"], "log2 8 exchanges")
+		}
+		assert.False(t, math.IsNaN(row["ratio_to_rdb"].(float64)))
+	}
+	code, _, _ := runCLI(t, "bench", "--algos", "ps,magic")
+	assert.Equal(t, 2, code)
+}
