@@ -37,8 +37,8 @@ func newCertificate(n, self, need int, theta float64) *certificate {
 // stable set; disagreement ends the streak and, if the node had certified
 // itself, withdraws every certificate of the generation by starting a new
 // one (only certified nodes need to do that: the others are not counted).
-func (c *certificate) observe(own, peer []float64) {
-	if relDiff(own, peer) <= c.theta {
+func (c *certificate) observe(own, peer []float64, ownExt, peerExt []float64) {
+	if relDiff(own, peer) <= c.theta && sameBits(ownExt, peerExt) {
 		c.streak++
 		if c.streak >= c.need {
 			c.stable.set(c.self)
@@ -127,6 +127,28 @@ func (c *certificate) root() int {
 	return -1
 }
 
+// sameBits reports whether two vectors hold the same float64 bits.
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeMax raises own to the element-wise maximum of own and peer.
+func mergeMax(own, peer []float64) {
+	for i := range own {
+		if i < len(peer) && peer[i] > own[i] {
+			own[i] = peer[i]
+		}
+	}
+}
+
 // relDiff is the largest relative difference of two estimates, the
 // absolute one where a is zero; NaN and mismatched lengths count as +Inf.
 func relDiff(a, b []float64) float64 {
@@ -158,11 +180,13 @@ func relDiff(a, b []float64) float64 {
 //	⌈n/8⌉    dead set
 //	uvarint  k, the estimate's length
 //	8k       the sender's estimate, float64 bits little endian
+//	uvarint  m, the number of extremes (0 for a plain average)
+//	8m       the sender's extremes (maxima so far), float64 bits
 const certVersion = 1
 
 var errCert = errors.New("aggregate: malformed certificate")
 
-func (c *certificate) encode(dst []byte, est []float64) []byte {
+func (c *certificate) encode(dst []byte, est, ext []float64) []byte {
 	dst = append(dst, certVersion)
 	dst = binary.AppendUvarint(dst, c.gen)
 	dst = binary.AppendUvarint(dst, uint64(c.n))
@@ -172,6 +196,10 @@ func (c *certificate) encode(dst []byte, est []float64) []byte {
 	for _, v := range est {
 		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
 	}
+	dst = binary.AppendUvarint(dst, uint64(len(ext)))
+	for _, v := range ext {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
+	}
 	return dst
 }
 
@@ -179,12 +207,13 @@ func (c *certificate) encode(dst []byte, est []float64) []byte {
 type peerCert struct {
 	gen          uint64
 	stable, dead bitset
-	est          []float64
+	est, ext     []float64
 }
 
 // decodeCert parses an attachment of a group of n nodes whose estimates have
-// k components. It never panics and allocates only what the sizes allow.
-func decodeCert(b []byte, n, k int, into *peerCert) error {
+// k components and m extremes. It never panics and allocates only what the
+// sizes allow.
+func decodeCert(b []byte, n, k, m int, into *peerCert) error {
 	if len(b) < 1 || b[0] != certVersion {
 		return fmt.Errorf("%w: version", errCert)
 	}
@@ -215,14 +244,31 @@ func decodeCert(b []byte, n, k int, into *peerCert) error {
 		return fmt.Errorf("%w: %w: estimate of %d components, this node has %d", errCert, gossip.ErrLength, gotK, k)
 	}
 	b = b[w:]
-	if len(b) != 8*k {
+	if len(b) < 8*k {
 		return fmt.Errorf("%w: estimate of %d bytes, want %d", errCert, len(b), 8*k)
 	}
-	into.est = into.est[:0]
-	for i := range k {
-		into.est = append(into.est, math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])))
+	into.est = readFloats(into.est[:0], b[:8*k])
+	b = b[8*k:]
+	gotM, w := binary.Uvarint(b)
+	if w <= 0 {
+		return fmt.Errorf("%w: extremes length", errCert)
 	}
+	if gotM != uint64(m) {
+		return fmt.Errorf("%w: %w: %d extremes, this node has %d", errCert, gossip.ErrLength, gotM, m)
+	}
+	b = b[w:]
+	if len(b) != 8*m {
+		return fmt.Errorf("%w: extremes of %d bytes, want %d", errCert, len(b), 8*m)
+	}
+	into.ext = readFloats(into.ext[:0], b)
 	return nil
+}
+
+func readFloats(dst []float64, b []byte) []float64 {
+	for i := 0; i+8 <= len(b); i += 8 {
+		dst = append(dst, math.Float64frombits(binary.LittleEndian.Uint64(b[i:])))
+	}
+	return dst
 }
 
 // bitset is a set of node ids.
@@ -233,6 +279,18 @@ func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
 func (s bitset) set(i int)      { s[i/64] |= 1 << (i % 64) }
 func (s bitset) has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
 func (s bitset) clear()         { clear(s) }
+func (s bitset) clear1(i int)   { s[i/64] &^= 1 << (i % 64) }
+
+// members lists the ids in the set, below n.
+func (s bitset) members(n int) []gossip.NodeID {
+	var out []gossip.NodeID
+	for i := range n {
+		if s.has(i) {
+			out = append(out, gossip.NodeID(i))
+		}
+	}
+	return out
+}
 
 func (s bitset) count() int {
 	c := 0

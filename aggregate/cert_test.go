@@ -14,15 +14,15 @@ import (
 func TestCertificateStabilityAndCompletion(t *testing.T) {
 	a := newCertificate(3, 0, 2, 1e-6)
 	own := []float64{1}
-	a.observe(own, []float64{1 + 1e-7})
+	a.observe(own, []float64{1 + 1e-7}, nil, nil)
 	assert.False(t, a.stable.has(0), "one agreeing observation is not enough")
-	a.observe(own, []float64{1 - 1e-7})
+	a.observe(own, []float64{1 - 1e-7}, nil, nil)
 	assert.True(t, a.stable.has(0))
 	assert.False(t, a.complete())
 
 	// Node 1 certified itself in the same generation; node 2 died.
 	peer := newCertificate(3, 1, 1, 1e-6)
-	peer.observe([]float64{1}, []float64{1})
+	peer.observe([]float64{1}, []float64{1}, nil, nil)
 	fresh := a.merge(peer.gen, peer.stable, peer.dead)
 	assert.Empty(t, fresh)
 	assert.False(t, a.complete())
@@ -33,7 +33,7 @@ func TestCertificateStabilityAndCompletion(t *testing.T) {
 	assert.Equal(t, 0, a.root())
 
 	// A disagreement withdraws every certificate of the generation.
-	a.observe(own, []float64{2})
+	a.observe(own, []float64{2}, nil, nil)
 	assert.Equal(t, uint64(1), a.gen)
 	assert.False(t, a.complete())
 	assert.False(t, a.stable.has(0))
@@ -42,7 +42,7 @@ func TestCertificateStabilityAndCompletion(t *testing.T) {
 
 func TestCertificateMergeByGeneration(t *testing.T) {
 	a := newCertificate(70, 5, 1, 1e-9)
-	a.observe([]float64{1}, []float64{1})
+	a.observe([]float64{1}, []float64{1}, nil, nil)
 	old := newBitset(70)
 	old.set(6)
 	a.merge(0, old, newBitset(70))
@@ -72,9 +72,11 @@ func TestCertificateWireRoundTrip(t *testing.T) {
 	c.stable.set(69)
 	c.dead.set(33)
 	est := []float64{1.5, math.Inf(-1), math.Copysign(0, -1)}
-	b := c.encode(nil, est)
+	ext := []float64{-7, 3}
+	b := c.encode(nil, est, ext)
 	var p peerCert
-	require.NoError(t, decodeCert(b, 70, 3, &p))
+	require.NoError(t, decodeCert(b, 70, 3, 2, &p))
+	assert.Equal(t, ext, p.ext)
 	assert.Equal(t, uint64(300), p.gen)
 	assert.Equal(t, c.stable, p.stable)
 	assert.Equal(t, c.dead, p.dead)
@@ -82,12 +84,13 @@ func TestCertificateWireRoundTrip(t *testing.T) {
 		assert.Equal(t, math.Float64bits(est[i]), math.Float64bits(p.est[i]))
 	}
 
-	assert.ErrorIs(t, decodeCert(b, 71, 3, &p), gossip.ErrForeignMessage, "another group size")
-	assert.ErrorIs(t, decodeCert(b, 70, 2, &p), gossip.ErrLength, "another vector length")
+	assert.ErrorIs(t, decodeCert(b, 71, 3, 2, &p), gossip.ErrForeignMessage, "another group size")
+	assert.ErrorIs(t, decodeCert(b, 70, 2, 2, &p), gossip.ErrLength, "another vector length")
+	assert.ErrorIs(t, decodeCert(b, 70, 3, 1, &p), gossip.ErrLength, "another number of extremes")
 	for cut := range len(b) {
-		assert.Error(t, decodeCert(b[:cut], 70, 3, &p), "truncated at %d", cut)
+		assert.Error(t, decodeCert(b[:cut], 70, 3, 2, &p), "truncated at %d", cut)
 	}
-	assert.Error(t, decodeCert(append(b, 0), 70, 3, &p), "trailing byte")
+	assert.Error(t, decodeCert(append(b, 0), 70, 3, 2, &p), "trailing byte")
 }
 
 func TestCertificateDecodeNeverPanics(t *testing.T) {
@@ -101,7 +104,7 @@ func TestCertificateDecodeNeverPanics(t *testing.T) {
 		if len(b) > 0 && r.IntN(2) == 0 {
 			b[0] = certVersion
 		}
-		_ = decodeCert(b, 1+r.IntN(100), r.IntN(4), &p)
+		_ = decodeCert(b, 1+r.IntN(100), r.IntN(4), r.IntN(3), &p)
 	}
 }
 
@@ -118,4 +121,15 @@ func TestRelDiff(t *testing.T) {
 	assert.Equal(t, 0.25, relDiff([]float64{0}, []float64{0.25}))
 	assert.True(t, math.IsInf(relDiff([]float64{1}, []float64{math.NaN()}), 1))
 	assert.True(t, math.IsInf(relDiff([]float64{1}, []float64{1, 2}), 1))
+}
+
+func TestCertificateExtremesMustAgree(t *testing.T) {
+	c := newCertificate(2, 0, 1, 1e-6)
+	c.observe([]float64{1}, []float64{1}, []float64{5}, []float64{4})
+	assert.False(t, c.stable.has(0), "estimates agree but the maxima differ")
+	own := []float64{5}
+	mergeMax(own, []float64{9})
+	assert.Equal(t, []float64{9}, own)
+	c.observe([]float64{1}, []float64{1}, own, []float64{9})
+	assert.True(t, c.stable.has(0))
 }

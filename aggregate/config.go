@@ -68,6 +68,9 @@ type Config struct {
 	Injector func(epoch uint64) gossip.Injector
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
+
+	// hashExtra is more that members must agree on (a Monitor's metrics).
+	hashExtra string
 }
 
 // resolved is a validated Config with its derived values.
@@ -152,7 +155,7 @@ func configHash(r *resolved) uint64 {
 	h := fnv.New64a()
 	for _, s := range []string{
 		"gossipreduce/aggregate/v1", r.Group, strconv.Itoa(r.Nodes), r.graph.Name(), r.Algorithm,
-		strconv.FormatFloat(r.Epsilon, 'g', -1, 64), strconv.FormatFloat(r.Tau, 'g', -1, 64),
+		strconv.FormatFloat(r.Epsilon, 'g', -1, 64), strconv.FormatFloat(r.Tau, 'g', -1, 64), r.hashExtra,
 	} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
@@ -165,6 +168,11 @@ func configHash(r *resolved) uint64 {
 type Result struct {
 	// Value is the aggregate, one entry per input component.
 	Value []float64
+	// Extremes are the element-wise maxima of the members' Extremes.
+	Extremes []float64
+	// Absent are the members the result does not cover: declared dead
+	// during the operation, or known to be away when it started.
+	Absent []gossip.NodeID
 	// Epoch numbers the group's operations: the first is 1.
 	Epoch uint64
 	// Live is the number of members whose inputs the result covers: the

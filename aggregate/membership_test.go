@@ -1,0 +1,187 @@
+package aggregate_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/aggregate"
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/internal/gossiptest"
+	"github.com/gossipreduce/gossipreduce/transport"
+)
+
+// reduceAll runs Reduce on every member given, member i with reqs[i].
+func reduceAll(ctx context.Context, nodes map[int]*aggregate.Node, reqs func(i int) aggregate.Request) (map[int]aggregate.Result, map[int]error) {
+	var mu sync.Mutex
+	res := map[int]aggregate.Result{}
+	errs := map[int]error{}
+	var wg sync.WaitGroup
+	for i, nd := range nodes {
+		wg.Go(func() {
+			r, err := nd.Reduce(ctx, reqs(i))
+			mu.Lock()
+			res[i], errs[i] = r, err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return res, errs
+}
+
+func TestExtremes(t *testing.T) {
+	tr := memory(t, 0, 1)
+	nodes := group(t, tr, 10, aggregate.Config{Group: "ext", Epsilon: 1e-9})
+	m := map[int]*aggregate.Node{}
+	for i, nd := range nodes {
+		m[i] = nd
+	}
+	res, errs := reduceAll(timeout(t, 20*time.Second), m, func(i int) aggregate.Request {
+		x := float64((i*7)%10) - 3 // -3 … 6, a permutation
+		return aggregate.Request{Values: []float64{x}, Extremes: []float64{x, -x}}
+	})
+	for i := range 10 {
+		require.NoError(t, errs[i])
+		assert.Equal(t, []float64{6, 3}, res[i].Extremes, "max 6, min -3 (negated)")
+		assert.InDelta(t, 1.5, res[i].Value[0], 1.5e-9)
+	}
+	// A member with three extremes where the others have two: the group
+	// notices and nobody returns a result.
+	_, errs = reduceAll(timeout(t, 5*time.Second), m, func(i int) aggregate.Request {
+		ext := []float64{1, 2}
+		if i == 0 {
+			ext = append(ext, 3)
+		}
+		return aggregate.Request{Values: []float64{1}, Extremes: ext}
+	})
+	mismatched := 0
+	for i := range 10 {
+		require.Error(t, errs[i], "member %d", i)
+		if errors.Is(errs[i], aggregate.ErrGroupMismatch) {
+			mismatched++
+		}
+	}
+	assert.Positive(t, mismatched)
+}
+
+func TestExtremesNeedGossip(t *testing.T) {
+	tr := memory(t, 0, 1)
+	nd := joinOne(t, tr, aggregate.Config{Group: "ext-rdb", ID: 0, Nodes: 2, Algorithm: "rdb"})
+	_, err := nd.Reduce(timeout(t, time.Second), aggregate.Request{Values: []float64{1}, Extremes: []float64{1}})
+	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)
+}
+
+func TestExplicitEpochs(t *testing.T) {
+	tr := memory(t, 0, 1)
+	nodes := group(t, tr, 4, aggregate.Config{Group: "ep", Epsilon: 1e-9})
+	m := map[int]*aggregate.Node{0: nodes[0], 1: nodes[1], 2: nodes[2], 3: nodes[3]}
+	ctx := timeout(t, 20*time.Second)
+	for _, e := range []uint64{10, 20} {
+		res, errs := reduceAll(ctx, m, func(i int) aggregate.Request {
+			return aggregate.Request{Epoch: e, Values: []float64{float64(i)}}
+		})
+		for i := range 4 {
+			require.NoError(t, errs[i])
+			assert.Equal(t, e, res[i].Epoch)
+		}
+	}
+	_, err := nodes[0].Reduce(ctx, aggregate.Request{Epoch: 15, Values: []float64{1}})
+	assert.ErrorIs(t, err, gossip.ErrInvalidConfig, "an epoch must come after the last")
+}
+
+func TestGracefulLeaveAndRejoin(t *testing.T) {
+	tr := memory(t, 0, 1)
+	const n = 8
+	// A huge Suspect: if an operation after the leave completes in time, it
+	// is the leave announcement that let it, not silence detection.
+	cfg := aggregate.Config{Group: "leave", Nodes: n, Epsilon: 1e-9, Suspect: 30 * time.Second}
+	nodes := map[int]*aggregate.Node{}
+	for i := range n {
+		c := cfg
+		c.ID = gossip.NodeID(i)
+		nd, err := aggregate.Join(context.Background(), tr, c)
+		require.NoError(t, err)
+		nodes[i] = nd
+		t.Cleanup(func() { nd.Close() })
+	}
+	inputs := gossiptest.Inputs(n, 1, 9)
+	op := func(epoch uint64) (map[int]aggregate.Result, map[int]error) {
+		return reduceAll(timeout(t, 10*time.Second), nodes, func(i int) aggregate.Request {
+			return aggregate.Request{Epoch: epoch, Values: inputs[i]}
+		})
+	}
+	res, errs := op(1)
+	for i := range n {
+		require.NoError(t, errs[i])
+		assert.Equal(t, n, res[i].Live)
+	}
+
+	require.NoError(t, nodes[3].Close())
+	delete(nodes, 3)
+	res, errs = op(2)
+	var sum float64
+	for i := range n {
+		if i != 3 {
+			sum += inputs[i][0]
+		}
+	}
+	for i, r := range res {
+		require.NoError(t, errs[i], "member %d", i)
+		assert.Equal(t, n-1, r.Live)
+		assert.Equal(t, []gossip.NodeID{3}, r.Absent)
+		assert.InDelta(t, sum/(n-1), r.Value[0], 1e-9*sum/(n-1), "the average of the members that stayed")
+	}
+
+	// Member 3 comes back: its Join announces it.
+	c := cfg
+	c.ID = 3
+	back, err := aggregate.Join(context.Background(), tr, c)
+	require.NoError(t, err)
+	t.Cleanup(func() { back.Close() })
+	nodes[3] = back
+	time.Sleep(50 * time.Millisecond) // let the announcement arrive before the operation starts
+	res, errs = op(3)
+	for i, r := range res {
+		require.NoError(t, errs[i], "member %d", i)
+		assert.Equal(t, n, r.Live, "member %d counts everyone again", i)
+		assert.Empty(t, r.Absent)
+	}
+}
+
+func TestCrashBetweenOperations(t *testing.T) {
+	tr := memory(t, 0, 1)
+	const n = 8
+	cfg := aggregate.Config{Group: "between", Epsilon: 1e-9, Suspect: 200 * time.Millisecond}
+	all := group(t, tr, n, cfg)
+	nodes := map[int]*aggregate.Node{}
+	for i, nd := range all {
+		nodes[i] = nd
+	}
+	inputs := gossiptest.Inputs(n, 1, 2)
+	op := func(epoch uint64) (map[int]aggregate.Result, map[int]error) {
+		return reduceAll(timeout(t, 10*time.Second), nodes, func(i int) aggregate.Request {
+			return aggregate.Request{Epoch: epoch, Values: inputs[i]}
+		})
+	}
+	_, errs := op(1)
+	for i := range n {
+		require.NoError(t, errs[i])
+	}
+	// Member 5 dies without a word: its messages vanish.
+	tr.Crash(transport.Group{Name: "between", ConfigHash: all[5].ConfigHash()}, 5)
+	delete(nodes, 5)
+	for _, epoch := range []uint64{2, 3} {
+		res, errs := op(epoch)
+		for i, r := range res {
+			require.NoError(t, errs[i], "epoch %d member %d", epoch, i)
+			assert.Equal(t, n-1, r.Live)
+			assert.Equal(t, []gossip.NodeID{5}, r.Absent)
+		}
+	}
+	assert.Positive(t, all[0].Stats().Excluded)
+}

@@ -1,0 +1,293 @@
+package aggregate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/transport"
+)
+
+// MonitorConfig configures a Monitor: the group (as for Join) and the
+// metrics it aggregates.
+type MonitorConfig struct {
+	Config
+	// Metrics are the names of the metrics, the same list in the same order
+	// at every member.
+	Metrics []string
+	// Interval is how often the group aggregates (default 10s). Aggregations
+	// start on multiples of Interval since the Unix epoch, by each member's
+	// clock, so members whose clocks agree to well within Interval start the
+	// same aggregation together.
+	Interval time.Duration
+	// Timeout bounds one aggregation (default Interval).
+	Timeout time.Duration
+	// OnSnapshot, if set, is called with every completed aggregation, from
+	// the monitor's own goroutines; it must not block for long.
+	OnSnapshot func(Snapshot)
+}
+
+// Summary is one metric across the live members of the group.
+type Summary struct {
+	Count int // live members
+	Sum   float64
+	Mean  float64
+	Min   float64
+	Max   float64
+	// Variance is the population variance, E[x²] - E[x]², computed from
+	// the averaged squares: with a target accuracy ε, expect an absolute
+	// error of about ε·E[x²], which swamps a variance much smaller than the
+	// squared mean.
+	Variance float64
+}
+
+// Snapshot is one aggregation of every metric.
+type Snapshot struct {
+	// Epoch identifies the aggregation: the Unix time in milliseconds at
+	// which it was due.
+	Epoch uint64
+	// Due is the time the epoch stands for; Completed when this member had
+	// the result. Age tells how stale a snapshot is.
+	Due, Completed time.Time
+	// Live is the number of members covered; Members the group size.
+	Live, Members int
+	// Absent are the members not covered (left, crashed or not started).
+	Absent  []gossip.NodeID
+	Metrics map[string]Summary
+}
+
+// Age returns how long ago the aggregation was due.
+func (s Snapshot) Age(now time.Time) time.Duration { return now.Sub(s.Due) }
+
+// Monitor keeps a member's local metrics and the group's aggregate of them
+// up to date: every Interval, and on demand, the group computes, for every
+// metric, the count of live members, the sum, mean, minimum, maximum and
+// variance over them. Members may join (StartMonitor) and leave (Close) at
+// any time, or crash; the next aggregations count whoever is there. Safe for
+// concurrent use.
+type Monitor struct {
+	cfg    MonitorConfig
+	node   *Node
+	index  map[string]int
+	quit   chan struct{}
+	closed sync.WaitGroup
+
+	mu     sync.Mutex
+	local  []float64
+	latest Snapshot
+	have   bool
+	last   uint64 // the latest epoch this member took part in or asked for
+	errs   int
+}
+
+// StartMonitor joins the group and starts aggregating every Interval.
+func StartMonitor(ctx context.Context, t transport.Transport, cfg MonitorConfig) (*Monitor, error) {
+	if len(cfg.Metrics) == 0 {
+		return nil, fmt.Errorf("aggregate: %w: no metrics", gossip.ErrInvalidConfig)
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 10 * time.Second
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = cfg.Interval
+	}
+	if cfg.Interval < time.Millisecond || cfg.Timeout <= 0 {
+		return nil, fmt.Errorf("aggregate: %w: interval %v, timeout %v", gossip.ErrInvalidConfig, cfg.Interval, cfg.Timeout)
+	}
+	m := &Monitor{cfg: cfg, index: map[string]int{}, quit: make(chan struct{}), local: make([]float64, len(cfg.Metrics))}
+	for i, name := range cfg.Metrics {
+		if _, dup := m.index[name]; dup || name == "" {
+			return nil, fmt.Errorf("aggregate: %w: metric %q empty or listed twice", gossip.ErrInvalidConfig, name)
+		}
+		m.index[name] = i
+	}
+	// The metric names are part of what every member must agree on.
+	cfg.Config.hashExtra = "metrics:" + strings.Join(cfg.Metrics, "\x00")
+	node, err := join(ctx, t, cfg.Config, m.autoJoin)
+	if err != nil {
+		return nil, err
+	}
+	if node.r.spec.Finite {
+		node.Close()
+		return nil, fmt.Errorf("aggregate: %w: a monitor needs a gossip algorithm (min and max), not %s", gossip.ErrInvalidConfig, node.r.Algorithm)
+	}
+	m.node = node
+	m.closed.Add(1)
+	go m.loop()
+	return m, nil
+}
+
+// Set sets a local metric.
+func (m *Monitor) Set(name string, v float64) error {
+	return m.update(name, func(float64) float64 { return v })
+}
+
+// Add adds delta to a local metric (a counter).
+func (m *Monitor) Add(name string, delta float64) error {
+	return m.update(name, func(old float64) float64 { return old + delta })
+}
+
+func (m *Monitor) update(name string, f func(float64) float64) error {
+	i, ok := m.index[name]
+	if !ok {
+		return fmt.Errorf("aggregate: %w: unknown metric %q", gossip.ErrInvalidConfig, name)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := f(m.local[i])
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("aggregate: metric %q: %w: %v", name, gossip.ErrNotFinite, v)
+	}
+	m.local[i] = v
+	return nil
+}
+
+// Local returns this member's own value of a metric.
+func (m *Monitor) Local(name string) (float64, bool) {
+	i, ok := m.index[name]
+	if !ok {
+		return 0, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.local[i], true
+}
+
+// Latest returns the most recent snapshot, if there is one yet.
+func (m *Monitor) Latest() (Snapshot, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.latest, m.have
+}
+
+// Refresh starts an aggregation now (the other members take part as soon
+// as they hear of it) and returns its snapshot.
+func (m *Monitor) Refresh(ctx context.Context) (Snapshot, error) {
+	m.mu.Lock()
+	epoch := max(uint64(time.Now().UnixMilli()), m.last+1)
+	m.mu.Unlock()
+	return m.run(ctx, epoch)
+}
+
+// Node returns the member's underlying node, for its Stats.
+func (m *Monitor) Node() *Node { return m.node }
+
+// Close leaves the group (the others stop counting this member from their
+// next aggregation) and stops the monitor.
+func (m *Monitor) Close() error {
+	select {
+	case <-m.quit:
+	default:
+		close(m.quit)
+	}
+	m.closed.Wait()
+	return m.node.Close()
+}
+
+func (m *Monitor) loop() {
+	defer m.closed.Done()
+	for {
+		now := time.Now()
+		iv := m.cfg.Interval.Milliseconds()
+		next := (now.UnixMilli()/iv + 1) * iv
+		t := time.NewTimer(time.Until(time.UnixMilli(next)))
+		select {
+		case <-m.quit:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-m.quit:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		_, err := m.run(ctx, uint64(next))
+		cancel()
+		if err != nil && !errors.Is(err, errNotAfter) {
+			m.node.log.Debug("aggregation failed", "epoch", next, "err", err)
+		}
+	}
+}
+
+// request builds this member's contribution: each metric and its square
+// (averaged), and each metric and its negation (maximised).
+func (m *Monitor) request(epoch uint64) Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := len(m.local)
+	req := Request{Epoch: epoch, Values: make([]float64, 2*k), Extremes: make([]float64, 2*k)}
+	for i, v := range m.local {
+		req.Values[i], req.Values[k+i] = v, v*v
+		req.Extremes[i], req.Extremes[k+i] = v, -v
+	}
+	return req
+}
+
+func (m *Monitor) run(ctx context.Context, epoch uint64) (Snapshot, error) {
+	m.mu.Lock()
+	if epoch <= m.last {
+		m.mu.Unlock()
+		return Snapshot{}, fmt.Errorf("%w: %d", errNotAfter, epoch)
+	}
+	m.last = epoch
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+	defer cancel()
+	res, err := m.node.Reduce(ctx, m.request(epoch))
+	return m.record(epoch, res, err)
+}
+
+// autoJoin runs on the node's goroutine when another member started an
+// aggregation this one has not: it takes part with its current metrics.
+func (m *Monitor) autoJoin(epoch uint64) *request {
+	m.mu.Lock()
+	if epoch <= m.last {
+		m.mu.Unlock()
+		return nil
+	}
+	m.last = epoch
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
+	return &request{ctx: ctx, req: m.request(epoch), done: func(res Result, err error) {
+		cancel()
+		m.record(epoch, res, err)
+	}}
+}
+
+func (m *Monitor) record(epoch uint64, res Result, err error) (Snapshot, error) {
+	if err != nil {
+		m.mu.Lock()
+		m.errs++
+		m.mu.Unlock()
+		return Snapshot{}, err
+	}
+	k := len(m.cfg.Metrics)
+	s := Snapshot{Epoch: epoch, Due: time.UnixMilli(int64(epoch)), Completed: res.At, Live: res.Live,
+		Members: m.node.r.Nodes, Absent: slices.Clone(res.Absent), Metrics: make(map[string]Summary, k)}
+	for i, name := range m.cfg.Metrics {
+		mean, sq := res.Value[i], res.Value[k+i]
+		s.Metrics[name] = Summary{
+			Count: res.Live, Mean: mean, Sum: mean * float64(res.Live),
+			Max: res.Extremes[i], Min: -res.Extremes[k+i], Variance: max(sq-mean*mean, 0),
+		}
+	}
+	m.mu.Lock()
+	if !m.have || s.Epoch > m.latest.Epoch {
+		m.latest, m.have = s, true
+	}
+	m.mu.Unlock()
+	if m.cfg.OnSnapshot != nil {
+		m.cfg.OnSnapshot(s)
+	}
+	return s, nil
+}
