@@ -56,6 +56,14 @@ type Config struct {
 	// silence, resends after loss and advances the result broadcast.
 	// Default 1ms.
 	Tick time.Duration
+	// Idle is how long a member may go without sending before it takes a
+	// gossip step on its own, which keeps the exchange going after lost
+	// messages. Shorter recovers faster from loss but adds messages that
+	// then circulate (measured on 64 members: 2 ticks doubled the messages
+	// of a fault-free run and let runs under continuous bit flips flood;
+	// 8 ticks halved them but tripled the time under 20 % loss). Default 4
+	// ticks.
+	Idle time.Duration
 	// Suspect is how long a neighbour may stay silent during an operation
 	// before this node declares it dead and excludes it (it is probed first).
 	// Default 1s.
@@ -105,6 +113,9 @@ func (c Config) resolve() (*resolved, error) {
 	if c.Tick == 0 {
 		c.Tick = time.Millisecond
 	}
+	if c.Idle == 0 {
+		c.Idle = 4 * c.Tick
+	}
 	if c.Suspect == 0 {
 		c.Suspect = time.Second
 	}
@@ -119,8 +130,8 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, fmt.Errorf("aggregate: %w: epsilon %v must be in (0, 1)", gossip.ErrInvalidConfig, c.Epsilon)
 	case c.Tau < 0 || math.IsNaN(c.Tau) || math.IsInf(c.Tau, 0):
 		return nil, fmt.Errorf("aggregate: %w: tau %v", gossip.ErrInvalidConfig, c.Tau)
-	case c.Tick < 0 || c.Suspect <= c.Tick:
-		return nil, fmt.Errorf("aggregate: %w: tick %v and suspect %v (need 0 < tick < suspect)", gossip.ErrInvalidConfig, c.Tick, c.Suspect)
+	case c.Tick < 0 || c.Suspect <= c.Tick || c.Idle < c.Tick:
+		return nil, fmt.Errorf("aggregate: %w: tick %v, idle %v, suspect %v (need 0 < tick ≤ idle and tick < suspect)", gossip.ErrInvalidConfig, c.Tick, c.Idle, c.Suspect)
 	}
 	spec, err := algo.Lookup(c.Algorithm)
 	if err != nil {

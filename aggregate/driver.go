@@ -496,10 +496,10 @@ func (d *driver) tick() {
 		}
 	}
 	// Keep the exchange going after lost messages: a node that sent
-	// nothing for two ticks takes a gossip step on its own, as long as
-	// somebody answers (sending into silence only moves mass away; the
-	// probes above find members that start late).
-	if now.Sub(o.lastSend) >= 2*d.r.Tick && now.Sub(o.lastHeard) < d.r.Suspect {
+	// nothing for Idle takes a gossip step on its own, as long as somebody
+	// answers (sending into silence only moves mass away; the probes above
+	// find members that start late).
+	if now.Sub(o.lastSend) >= d.r.Idle && now.Sub(o.lastHeard) < d.r.Suspect {
 		d.emit(o.m.Tick(d.out[:0]))
 		if o.inj != nil {
 			o.inj.InjectState(d.point(o), o.m)

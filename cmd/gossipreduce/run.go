@@ -65,6 +65,7 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 		flipRate   = fs.Float64("flip-rate", 0, "flip probability per word per message at every member (bits 0-63)")
 		timeout    = fs.Duration("timeout", 30*time.Second, "give up an operation after this long")
 		suspect    = fs.Duration("suspect", time.Second, "silence after which a member is declared dead")
+		idle       = fs.Duration("idle", 0, "a member that sent nothing for this long takes a gossip step on its own (0: 4 ms)")
 		asJSON     = fs.Bool("json", false, "print one JSON object")
 	)
 	fs.Var(&seed, "seed", "random seed of inputs, faults and gossip (default: drawn at random and printed)")
@@ -98,7 +99,7 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	tmpl := aggregate.Config{Topology: *topo, Algorithm: *algoName, Epsilon: *eps, Suspect: *suspect}
+	tmpl := aggregate.Config{Topology: *topo, Algorithm: *algoName, Epsilon: *eps, Suspect: *suspect, Idle: *idle}
 	// Validate the configuration once, before starting anything.
 	probe := tmpl
 	probe.Group, probe.Nodes = "check", *nodes
