@@ -279,3 +279,14 @@ func TestClose(t *testing.T) {
 	_, err := a.Average(context.Background(), []float64{1})
 	assert.ErrorIs(t, err, aggregate.ErrClosed)
 }
+
+func TestGroupOfOne(t *testing.T) {
+	tr := memory(t, 0, 1)
+	for _, algo := range []string{"pfcc", "ps", "rdb"} {
+		nd := joinOne(t, tr, aggregate.Config{Group: "one-" + algo, ID: 0, Nodes: 1, Algorithm: algo})
+		res, err := nd.Reduce(timeout(t, 5*time.Second), aggregate.Request{Values: []float64{4, 5}})
+		require.NoError(t, err, algo)
+		assert.Equal(t, []float64{4, 5}, res.Value, algo)
+		assert.Equal(t, 1, res.Live)
+	}
+}

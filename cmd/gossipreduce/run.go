@@ -37,6 +37,9 @@ type runOutput struct {
 	Seconds    float64 `json:"seconds"`
 	SecondsMax float64 `json:"seconds_max"`
 	Failed     int     `json:"failed_runs"`
+	// WorseThanEps counts runs that returned a result (no error) further
+	// than eps from the exact aggregate: a false early termination.
+	WorseThanEps int `json:"worse_than_eps"`
 	Live       int     `json:"live"`
 	Flips      int     `json:"flips"`
 	Seed       uint64  `json:"seed"`
@@ -144,6 +147,9 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 			}
 		}
 		o.Identical = o.Identical && identical
+		if firstErr == nil && !(worst <= *eps) {
+			o.WorseThanEps++
+		}
 		if worst > o.MaxRelError || math.IsNaN(worst) {
 			o.MaxRelError = worst
 		}
@@ -172,6 +178,9 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 	if o.Failed > 0 {
 		return fmt.Errorf("%d of %d runs failed; first: %s", o.Failed, o.Runs, o.Error)
 	}
+	if o.WorseThanEps > 0 {
+		return fmt.Errorf("%d of %d runs returned a result worse than eps %g", o.WorseThanEps, o.Runs, *eps)
+	}
 	return nil
 }
 
@@ -189,6 +198,7 @@ func printRun(out *stdio, o runOutput) {
 	fmt.Fprintf(out.Stdout, "  exact           %v\n", o.Exact)
 	fmt.Fprintf(out.Stdout, "  max rel error   %.3g\n", o.MaxRelError)
 	fmt.Fprintf(out.Stdout, "  identical       %v (every live member returned the same bits)\n", o.Identical)
+	fmt.Fprintf(out.Stdout, "  worse than eps  %d of %d runs\n", o.WorseThanEps, o.Runs)
 	fmt.Fprintf(out.Stdout, "  live members    %d of %d\n", o.Live, o.Nodes)
 	fmt.Fprintf(out.Stdout, "  messages        %.0f per run (%.1f per member), most by one member %d\n", o.Messages, o.Messages/float64(o.Nodes), o.MaxMsgs)
 	fmt.Fprintf(out.Stdout, "  time            %.4f s median, %.4f s slowest\n", o.Seconds, o.SecondsMax)

@@ -15,6 +15,7 @@ func TestRunLiveJSONContract(t *testing.T) {
 	assert.Equal(t, 8.0, obj["nodes"])
 	assert.Equal(t, true, obj["identical"])
 	assert.Equal(t, 0.0, obj["failed_runs"])
+	assert.Equal(t, 0.0, obj["worse_than_eps"])
 	assert.LessOrEqual(t, obj["max_rel_error"].(float64), 1e-9)
 	assert.Positive(t, obj["messages"].(float64))
 	assert.Contains(t, obj["nats"], "nats://127.0.0.1:", "the embedded server listens on loopback")
