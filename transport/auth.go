@@ -105,7 +105,8 @@ func clientTLS(files TLSFiles, base *tls.Config) ([]nats.Option, error) {
 }
 
 // credentials returns the nats.go options that authenticate a client and a
-// description of them for error messages (never the secrets themselves).
+// description of them for error messages (never the secrets themselves;
+// empty when there are none).
 func credentials(o NATSOptions) ([]nats.Option, string, error) {
 	var opts []nats.Option
 	var what []string
@@ -138,9 +139,6 @@ func credentials(o NATSOptions) ([]nats.Option, string, error) {
 	if len(o.Extra) > 0 {
 		what = append(what, "extra options")
 	}
-	if len(what) == 0 {
-		return opts, "no credentials", nil
-	}
 	return opts, strings.Join(what, ", "), nil
 }
 
@@ -163,6 +161,9 @@ func (e *connectError) Unwrap() []error { return []error{e.sentinel, e.cause} }
 // nil for other errors.
 func classify(err error, where, offered string) error {
 	switch {
+	case isAuthError(err) && offered == "":
+		return &connectError{where: where, sentinel: ErrAuth, cause: err,
+			what: "NATS authentication failed: the server requires credentials and none were given"}
 	case isAuthError(err):
 		return &connectError{where: where, sentinel: ErrAuth, cause: err,
 			what: "NATS authentication failed: the server refused " + offered}

@@ -356,6 +356,12 @@ func TestWrongCredentialsText(t *testing.T) {
 		assert.NotContains(t, err.Error(), "pipe")
 		t.Logf("wrong password (in process %v): %v", inProcess, err)
 
+		if !inProcess {
+			_, err = transport.Connect(testCtx(t), []string{userSrv.ClientURL()}, transport.NATSOptions{})
+			require.ErrorIs(t, err, transport.ErrAuth)
+			assert.Contains(t, err.Error(), ": NATS authentication failed: the server requires credentials and none were given: ")
+			t.Logf("no credentials: %v", err)
+		}
 		tr, err := userSrv.Connect(testCtx(t), transport.NATSOptions{})
 		require.NoError(t, err, "Server.Connect uses the server's user and password")
 		require.NoError(t, tr.Close())
