@@ -2,6 +2,8 @@ package transport_test
 
 import (
 	"context"
+	"net/url"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -129,4 +131,53 @@ func TestOperationFailsWithoutReconnect(t *testing.T) {
 	defer cancel()
 	_, err := members[0].Average(short, []float64{1})
 	require.Error(t, err, "member 0 cannot reach anyone")
+}
+
+// TestOperationAfterServerRestart: the only server of a group goes down
+// between two operations and comes back on the same port; the members'
+// connections reconnect and the next operation (the next epoch) completes.
+func TestOperationAfterServerRestart(t *testing.T) {
+	first, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{})
+	require.NoError(t, err)
+	u, err := url.Parse(first.ClientURL())
+	require.NoError(t, err)
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	opts := transport.NATSOptions{Options: transport.Options{Key: groupKey}, ReconnectWait: 20 * time.Millisecond}
+	conns := []*transport.NATS{connect(t, []string{first.ClientURL()}, opts), connect(t, []string{first.ClientURL()}, opts)}
+	ctx := testCtx(t)
+	members := make([]*aggregate.Node, 2)
+	for i := range members {
+		nd, err := aggregate.Join(ctx, conns[i], aggregate.Config{Group: "restart", ID: gossip.NodeID(i), Nodes: 2, Suspect: patience})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = nd.Close() })
+		members[i] = nd
+	}
+	average := func() []aggregate.Result {
+		res := make([]aggregate.Result, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, nd := range members {
+			wg.Go(func() { res[i], errs[i] = nd.Average(ctx, []float64{float64(i)}) })
+		}
+		wg.Wait()
+		for i := range res {
+			require.NoError(t, errs[i], "member %d", i)
+			// (0 + 1)/2 within ε = 1e-9, the default Config.Epsilon.
+			assert.InDelta(t, 0.5, res[i].Value[0], 0.5e-9)
+		}
+		return res
+	}
+	r1 := average()
+
+	first.Shutdown()
+	for _, c := range conns {
+		eventually(t, func() bool { return !c.Conn().IsConnected() }, "disconnect")
+	}
+	startServer(t, transport.EmbeddedOptions{Port: port})
+	for _, c := range conns {
+		eventually(t, c.Conn().IsConnected, "reconnect")
+	}
+	r2 := average()
+	assert.Equal(t, r1[0].Epoch+1, r2[0].Epoch, "the next epoch")
 }

@@ -326,7 +326,14 @@ func decode(b []byte) (Header, gossip.Message, error) {
 // message.
 type macKey struct {
 	key  []byte
-	pool sync.Pool
+	pool sync.Pool // of *macState
+}
+
+// macState is one keyed HMAC and room for its output, so that neither
+// signing nor checking allocates.
+type macState struct {
+	h   hash.Hash
+	out [sha256.Size]byte
 }
 
 // newMACKey checks key and returns its MAC computer.
@@ -335,18 +342,16 @@ func newMACKey(key []byte) (*macKey, error) {
 		return nil, fmt.Errorf("transport: %w: group key of %d bytes, want at least %d", gossip.ErrInvalidConfig, len(key), MinKeyLen)
 	}
 	k := &macKey{key: slices.Clone(key)}
-	k.pool.New = func() any { return hmac.New(sha256.New, k.key) }
+	k.pool.New = func() any { return &macState{h: hmac.New(sha256.New, k.key)} }
 	return k, nil
 }
 
-// sum appends the MAC of msg to dst.
-func (k *macKey) sum(dst, msg []byte) []byte {
-	mac := k.pool.Get().(hash.Hash)
-	mac.Reset()
-	mac.Write(msg)
-	dst = mac.Sum(dst)
-	k.pool.Put(mac)
-	return dst[:len(dst)-(sha256.Size-MACSize)]
+// mac returns the MAC of msg, valid until the state is put back.
+func (k *macKey) mac(msg []byte) (*macState, []byte) {
+	st := k.pool.Get().(*macState)
+	st.h.Reset()
+	st.h.Write(msg)
+	return st, st.h.Sum(st.out[:0])[:MACSize]
 }
 
 // encode appends the signed encoding of h and m to dst.
@@ -356,7 +361,10 @@ func (k *macKey) encode(dst []byte, h Header, m gossip.Message) ([]byte, error) 
 	if err != nil {
 		return dst, err
 	}
-	return k.sum(dst, dst[start:]), nil
+	st, tag := k.mac(dst[start:])
+	dst = append(dst, tag...)
+	k.pool.Put(st)
+	return dst, nil
 }
 
 // verify checks the MAC of b, which decoded to header h.
@@ -365,8 +373,10 @@ func (k *macKey) verify(b []byte, h Header) error {
 		return fmt.Errorf("%w: the message carries no MAC", ErrForged)
 	}
 	body, tag := b[:len(b)-MACSize], b[len(b)-MACSize:]
-	var buf [sha256.Size]byte
-	if !hmac.Equal(k.sum(buf[:0], body), tag) {
+	st, want := k.mac(body)
+	ok := hmac.Equal(want, tag)
+	k.pool.Put(st)
+	if !ok {
 		return fmt.Errorf("%w: the MAC does not verify under the group key", ErrForged)
 	}
 	return nil
