@@ -2,8 +2,6 @@ package transport_test
 
 import (
 	"context"
-	"net/url"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -139,10 +137,7 @@ func TestOperationFailsWithoutReconnect(t *testing.T) {
 func TestOperationAfterServerRestart(t *testing.T) {
 	first, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{})
 	require.NoError(t, err)
-	u, err := url.Parse(first.ClientURL())
-	require.NoError(t, err)
-	port, err := strconv.Atoi(u.Port())
-	require.NoError(t, err)
+	port := portOf(t, first)
 	opts := transport.NATSOptions{Options: transport.Options{Key: groupKey}, ReconnectWait: 20 * time.Millisecond}
 	conns := []*transport.NATS{connect(t, []string{first.ClientURL()}, opts), connect(t, []string{first.ClientURL()}, opts)}
 	ctx := testCtx(t)
