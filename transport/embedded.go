@@ -194,14 +194,13 @@ func (s *Server) Connect(ctx context.Context, opts NATSOptions) (*NATS, error) {
 		// deadline, and the client then reports a closed pipe. The token,
 		// or the user and password, are the server's only credentials, so
 		// check them here instead.
-		where := "the in-process server"
-		switch {
-		case s.opts.Token != "" && opts.Token != s.opts.Token:
-			return nil, &connectError{where: where, what: "NATS authentication failed: the server refused a token",
-				sentinel: ErrAuth, cause: nats.ErrAuthorization}
-		case s.opts.User != "" && (opts.User != s.opts.User || opts.Password != s.opts.Password):
-			return nil, &connectError{where: where, what: fmt.Sprintf("NATS authentication failed: the server refused user %q with a password", opts.User),
-				sentinel: ErrAuth, cause: nats.ErrAuthorization}
+		if (s.opts.Token != "" && opts.Token != s.opts.Token) ||
+			(s.opts.User != "" && (opts.User != s.opts.User || opts.Password != s.opts.Password)) {
+			_, offered, err := credentials(opts)
+			if err != nil {
+				return nil, err
+			}
+			return nil, classify(nats.ErrAuthorization, "the in-process server", offered)
 		}
 		return connect(ctx, "", s.ns, opts)
 	}

@@ -77,13 +77,13 @@ type NATSOptions struct {
 	// DefaultReconnectJitter; nats.go's own defaults are 100 ms and 1 s).
 	ReconnectJitter time.Duration
 
-	// PingInterval is how often the client pings the server; after two
-	// pings without an answer the connection counts as lost and the
-	// client reconnects. It bounds how long a server that vanished without
-	// closing its connections (a crashed host, a partition) goes unnoticed
-	// (zero means DefaultPingInterval; nats.go's default is 2 minutes). A
-	// server shut down, or whose process died, closes its sockets and is
-	// noticed at once.
+	// PingInterval is how often the client pings the server; when more
+	// than two pings are unanswered the connection counts as lost and the
+	// client reconnects, so a server that vanished without closing its
+	// connections (a crashed host, a partition) goes unnoticed for about
+	// three intervals (zero means DefaultPingInterval, so about 30 s;
+	// nats.go's default is 2 minutes). A server shut down, or whose process
+	// died, closes its sockets and is noticed at once.
 	PingInterval time.Duration
 
 	// MaxReconnects is how many reconnection attempts are made after the
