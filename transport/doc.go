@@ -26,23 +26,48 @@
 // a run's traffic ([Group.Subject]). Each message is one NATS message in the
 // compact binary format of [Encode] and [Decode]: a version, the group's
 // configuration hash, then the message (kind, from, to, epoch, tag, payload
-// as raw IEEE 754 bits). An endpoint drops and counts anything that does not
-// decode (Stats.Malformed) or carries another wire version, configuration
-// hash or addressee (Stats.Foreign); it never delivers such a message.
-// Filtering by epoch is the runtime's job: the machine rejects other epochs.
+// as raw IEEE 754 bits, an optional attachment and an optional MAC). An
+// endpoint drops and counts anything that does not decode
+// (Stats.Malformed) or carries another wire version, configuration hash or
+// addressee (Stats.Foreign); it never delivers such a message. Filtering by
+// epoch is the runtime's job: the machine rejects other epochs.
 //
-// # The embedded server
+// # Message authentication
+//
+// With a group key ([Options.Key]) every message carries an HMAC-SHA256
+// tag over all its bytes, so that a publisher without the key cannot inject
+// flows into the group: a message without a valid tag is dropped and
+// counted in Stats.Forged, and an endpoint without a key drops a tagged
+// message as foreign (a group configured half with and half without a key
+// fails visibly). The tag authenticates; it neither encrypts nor stops the
+// replay of a recorded message of the same group and epoch (the wire
+// format, documented with [WireVersion], says what a replay does to each
+// algorithm). NATS permissions on the subject prefix ([Group.Prefix])
+// and TLS do the rest: a group under the prefix "acme.metrics" needs
+// publish and subscribe rights on "acme.metrics.<group>.>" only.
+//
+// # The embedded server and clusters
 //
 // [StartEmbedded] runs a NATS server inside the process, on 127.0.0.1 only
 // (a free port by default) or with no listener at all (InProcess), without
-// signal handlers or logs, optionally requiring a token; Shutdown waits
-// until it has stopped. The command "gossipreduce server" runs one on its
-// own so that a multi-process run needs nothing else installed.
+// signal handlers or logs, optionally requiring a token, a user and
+// password, nkeys, or TLS with client certificates; Shutdown waits until it
+// has stopped. The command "gossipreduce server" runs one on its own so
+// that a multi-process run needs nothing else installed. [StartCluster]
+// runs several, routed to one another on loopback, for failover tests: a
+// client given every URL ([Cluster.URLs]) moves to another server when its
+// own goes away, restores its subscriptions there, and the group's traffic
+// resumes; [Cluster.Restart] brings a server back on the same ports.
 //
 // # Authentication and TLS
 //
-// [NATSOptions] carries a token or user and password; its Extra field takes
-// any nats.go option (TLS with CA and client certificates, nkeys, creds
-// files). A server refusing the credentials yields an error wrapping
-// [ErrAuth].
+// [NATSOptions] passes credentials through to the server: a token, a user
+// and password, an nkey seed file or a credentials file, and TLS from PEM
+// files ([TLSFiles]: the CA, a client certificate and key, a server name)
+// or a tls.Config. Connecting fails with an error that says what went
+// wrong: one wrapping [ErrAuth] when the server refuses the credentials
+// (`NATS authentication failed: the server refused user "alice" with a
+// password`), one wrapping [ErrTLS] when TLS cannot be set up (the
+// server's certificate does not verify, or the server rejects the client's
+// certificate or its absence).
 package transport

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
@@ -29,6 +30,20 @@ type EmbeddedOptions struct {
 	// Token, if set, is required from every client.
 	Token string
 
+	// User and Password, if set, are required from every client (besides
+	// the nkeys below). A token excludes users and nkeys.
+	User, Password string
+
+	// NKeys lists the public user nkeys ("U…") the server accepts, each
+	// proved by signing the server's challenge with its seed (see
+	// [NATSOptions].NkeySeedFile). Not with InProcess.
+	NKeys []string
+
+	// TLS, if Cert and Key are set, makes the server require TLS with that
+	// certificate, and if CA is set too, a client certificate signed by it.
+	// Not with InProcess.
+	TLS TLSFiles
+
 	// Logger receives the server's log at debug level (and a failure to
 	// start at error level); nil discards it.
 	Logger *slog.Logger
@@ -42,34 +57,87 @@ type EmbeddedOptions struct {
 // 127.0.0.1 only, so that a live run needs nothing else installed. It does
 // not install signal handlers and does not log unless asked to.
 type Server struct {
-	ns    *server.Server
-	opts  EmbeddedOptions
-	token string
+	ns   *server.Server
+	opts EmbeddedOptions
 }
 
 // StartEmbedded starts a NATS server in this process and waits until it
 // accepts clients. A port already in use fails at once with the listener's
 // error rather than after the start timeout.
 func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Server, error) {
+	sopts, err := serverOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	sopts.ServerName = "gossipreduce-embedded"
+	return startServer(ctx, sopts, opts)
+}
+
+// serverOptions checks opts and translates them for nats-server.
+func serverOptions(opts EmbeddedOptions) (*server.Options, error) {
 	if opts.Port < 0 || opts.Port > 65535 {
 		return nil, fmt.Errorf("transport: %w: port %d outside 0…65535", gossip.ErrInvalidConfig, opts.Port)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("transport: start embedded server: %w", err)
+	if opts.Token != "" && (opts.User != "" || opts.Password != "" || len(opts.NKeys) > 0) {
+		return nil, fmt.Errorf("transport: %w: the embedded server takes a token, or users and nkeys, not both", gossip.ErrInvalidConfig)
+	}
+	if opts.Password != "" && opts.User == "" {
+		return nil, fmt.Errorf("transport: %w: a password without a user name", gossip.ErrInvalidConfig)
+	}
+	if opts.InProcess && (len(opts.NKeys) > 0 || !opts.TLS.IsZero()) {
+		return nil, fmt.Errorf("transport: %w: an in-process server takes a token or a user and password, not nkeys or TLS", gossip.ErrInvalidConfig)
 	}
 	port := opts.Port
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	ns, err := server.NewServer(&server.Options{
-		ServerName:    "gossipreduce-embedded",
+	sopts := &server.Options{
 		Host:          "127.0.0.1",
 		Port:          port,
 		DontListen:    opts.InProcess,
 		NoSigs:        true,
 		NoLog:         true,
 		Authorization: opts.Token,
-	})
+	}
+	if opts.User != "" {
+		sopts.Users = []*server.User{{Username: opts.User, Password: opts.Password}}
+	}
+	for _, k := range opts.NKeys {
+		if !nkeys.IsValidPublicUserKey(k) {
+			return nil, fmt.Errorf("transport: %w: %q is not a public user nkey", gossip.ErrInvalidConfig, k)
+		}
+		sopts.Nkeys = append(sopts.Nkeys, &server.NkeyUser{Nkey: k})
+	}
+	if !opts.TLS.IsZero() {
+		f := opts.TLS
+		if f.Cert == "" || f.Key == "" || f.ServerName != "" {
+			return nil, fmt.Errorf("transport: %w: server TLS needs a certificate and a key file (and no server name)", gossip.ErrInvalidConfig)
+		}
+		// Read the files here for errors that name them.
+		if _, err := loadPair(f.Cert, f.Key); err != nil {
+			return nil, err
+		}
+		if f.CA != "" {
+			if _, err := loadPool(f.CA); err != nil {
+				return nil, err
+			}
+		}
+		cfg, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: f.Cert, KeyFile: f.Key, CaFile: f.CA, Verify: f.CA != ""})
+		if err != nil {
+			return nil, fmt.Errorf("transport: embedded server TLS: %w", err)
+		}
+		sopts.TLS, sopts.TLSConfig, sopts.TLSVerify = true, cfg, f.CA != ""
+	}
+	return sopts, nil
+}
+
+// startServer starts a server with sopts and waits until it accepts
+// clients (and, in a cluster, listens for routes).
+func startServer(ctx context.Context, sopts *server.Options, opts EmbeddedOptions) (*Server, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("transport: start embedded server: %w", err)
+	}
+	ns, err := server.NewServer(sopts)
 	if err != nil {
 		return nil, fmt.Errorf("transport: embedded server: %w", err)
 	}
@@ -81,7 +149,7 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Server, error) {
 	ns.SetLoggerV2(&serverLog{log: logger, fatal: fatal}, false, false, false)
 	ns.Start()
 
-	s := &Server{ns: ns, opts: opts, token: opts.Token}
+	s := &Server{ns: ns, opts: opts}
 	deadline := time.Now().Add(orDefault(opts.StartTimeout, DefaultStartTimeout))
 	for !ns.ReadyForConnections(50 * time.Millisecond) {
 		var err error
@@ -113,19 +181,26 @@ func (s *Server) ClientURL() string {
 }
 
 // Connect returns a transport over a new connection to s: in-process for an
-// InProcess server, over loopback TCP otherwise. The server's token is used
-// unless opts sets one.
+// InProcess server, over loopback TCP otherwise. The server's token, or its
+// user and password, are used unless opts sets a token, user or password
+// (nkeys and TLS files are the caller's to give).
 func (s *Server) Connect(ctx context.Context, opts NATSOptions) (*NATS, error) {
-	if opts.Token == "" {
-		opts.Token = s.token
+	if opts.Token == "" && opts.User == "" && opts.Password == "" {
+		opts.Token, opts.User, opts.Password = s.opts.Token, s.opts.User, s.opts.Password
 	}
 	if s.opts.InProcess {
 		// Over the unbuffered in-process pipe, a refused client and the
 		// server block writing to each other until the server's write
-		// deadline, and the client then reports a closed pipe. The token
-		// is the server's only credential, so check it here instead.
-		if s.token != "" && opts.Token != s.token {
-			return nil, fmt.Errorf("transport: connect to the in-process server: %w: wrong token: %w", ErrAuth, nats.ErrAuthorization)
+		// deadline, and the client then reports a closed pipe. The token,
+		// or the user and password, are the server's only credentials, so
+		// check them here instead.
+		if (s.opts.Token != "" && opts.Token != s.opts.Token) ||
+			(s.opts.User != "" && (opts.User != s.opts.User || opts.Password != s.opts.Password)) {
+			_, offered, err := credentials(opts)
+			if err != nil {
+				return nil, err
+			}
+			return nil, classify(nats.ErrAuthorization, "the in-process server", offered)
 		}
 		return connect(ctx, "", s.ns, opts)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/transport"
@@ -43,7 +44,7 @@ func ExampleStartEmbedded() {
 	fmt.Printf("%+v\n", tr.Stats())
 	// Output:
 	// gossipreduce.demo.1 push 0->1 epoch=1 tag=0 [21 0.5]
-	// {Sent:1 Received:1 Lost:0 Crashed:0 Malformed:0 Foreign:0 Overflow:0}
+	// {Sent:1 Received:1 Lost:0 Crashed:0 Malformed:0 Foreign:0 Forged:0 Overflow:0}
 }
 
 // A node started with "gossipreduce node" connects to a server, or a
@@ -118,4 +119,69 @@ func ExampleDecode() {
 	// Output:
 	// 33 bytes 7 flow 3->4 epoch=9 tag=0 [1.5 1]
 	// transport: malformed message: payload length 2 needs 16 bytes, have 15
+}
+
+// A group key makes every message carry a MAC: a message injected without
+// one (or with a wrong one, or altered in transit) is dropped and counted
+// as forged, and the group's own traffic flows as before.
+func ExampleOptions_key() {
+	ctx := context.Background()
+	key := []byte("0123456789abcdef0123456789abcdef") // in practice: transport.ReadKeyFile
+	tr, err := transport.NewMemory(transport.MemoryOptions{Options: transport.Options{Key: key}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	g := transport.Group{Name: "metrics", ConfigHash: 7}
+	a, err := tr.Open(ctx, g, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := tr.Open(ctx, g, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// A foreign publisher without the key crafts a flow for node 1.
+	forged, err := transport.Encode(nil, transport.Header{ConfigHash: 7}, gossip.Message{From: 0, To: 1, Kind: gossip.KindFlow, Payload: []float64{1e9, 1}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr.Inject(g.Subject(1), forged)
+
+	if err := a.Send(ctx, gossip.Message{From: 0, To: 1, Kind: gossip.KindFlow, Payload: []float64{2, 1}}); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(<-b.Messages())
+	fmt.Printf("received %d, forged %d\n", b.Stats().Received, b.Stats().Forged)
+	// Output:
+	// flow 0->1 epoch=0 tag=0 [2 1]
+	// received 1, forged 1
+}
+
+// A client given every URL of a cluster moves to another server when its
+// own goes away, and its nodes' traffic resumes there.
+func ExampleStartCluster() {
+	ctx := context.Background()
+	c, err := transport.StartCluster(ctx, 3, transport.ClusterOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Shutdown()
+	tr, err := transport.Connect(ctx, c.URLs(), transport.NATSOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	before := tr.Conn().ConnectedUrl()
+	for i := range c.Size() {
+		if c.URLs()[i] == before {
+			c.Server(i).Shutdown() // kill the server the client is on
+		}
+	}
+	for !tr.Conn().IsConnected() || tr.Conn().ConnectedUrl() == before {
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("moved to another server:", tr.Conn().ConnectedUrl() != before)
+	// Output: moved to another server: true
 }

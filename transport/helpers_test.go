@@ -2,7 +2,9 @@ package transport_test
 
 import (
 	"context"
+	"net/url"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -73,4 +75,14 @@ func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// portOf returns the TCP port srv listens on for clients.
+func portOf(t testing.TB, srv *transport.Server) int {
+	t.Helper()
+	u, err := url.Parse(srv.ClientURL())
+	require.NoError(t, err)
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	return port
 }

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -22,9 +23,11 @@ var ErrAuth = errors.New("transport: NATS authentication failed")
 
 // Defaults for [NATSOptions].
 const (
-	DefaultConnectTimeout = 5 * time.Second
-	DefaultReconnectWait  = 250 * time.Millisecond
-	DefaultCloseTimeout   = 2 * time.Second
+	DefaultConnectTimeout  = 5 * time.Second
+	DefaultReconnectWait   = 250 * time.Millisecond
+	DefaultReconnectJitter = 50 * time.Millisecond
+	DefaultPingInterval    = 10 * time.Second
+	DefaultCloseTimeout    = 2 * time.Second
 )
 
 // NATSOptions configure [Connect] and [Server.Connect].
@@ -39,13 +42,49 @@ type NATSOptions struct {
 	Token          string
 	User, Password string
 
+	// NkeySeedFile names a file holding a user nkey seed ("SU…"): the
+	// client proves it holds the key by signing the server's challenge.
+	NkeySeedFile string
+
+	// CredsFile names a NATS credentials file (a user JWT and its nkey
+	// seed, as nsc writes them), for servers in operator mode.
+	CredsFile string
+
+	// TLS configures TLS to the server from PEM files: the CA that signs
+	// the server's certificate and, for servers that verify clients, the
+	// client's certificate and key. TLS is on when any field is set or
+	// TLSConfig is not nil.
+	TLS TLSFiles
+
+	// TLSConfig, if not nil, is the base TLS configuration (cloned); the
+	// files of TLS are added to it.
+	TLSConfig *tls.Config
+
 	// ConnectTimeout bounds each attempt to dial and greet a server (zero
 	// means DefaultConnectTimeout); the context of Connect bounds them all.
 	ConnectTimeout time.Duration
 
 	// ReconnectWait is the pause before a server is tried again after the
-	// connection was lost (zero means DefaultReconnectWait).
+	// connection was lost (zero means DefaultReconnectWait). nats.go pauses
+	// only once it has tried every server it knows, so with a cluster the
+	// connection moves to a live server at once and the wait matters only
+	// when all of them are down.
 	ReconnectWait time.Duration
+
+	// ReconnectJitter is the upper bound of a random delay added to
+	// ReconnectWait (for TLS connections too), so that the clients of a
+	// restarting server do not all come back at once (zero means
+	// DefaultReconnectJitter; nats.go's own defaults are 100 ms and 1 s).
+	ReconnectJitter time.Duration
+
+	// PingInterval is how often the client pings the server; when more
+	// than two pings are unanswered the connection counts as lost and the
+	// client reconnects, so a server that vanished without closing its
+	// connections (a crashed host, a partition) goes unnoticed for about
+	// three intervals (zero means DefaultPingInterval, so about 30 s;
+	// nats.go's default is 2 minutes). A server shut down, or whose process
+	// died, closes its sockets and is noticed at once.
+	PingInterval time.Duration
 
 	// MaxReconnects is how many reconnection attempts are made after the
 	// connection is lost: zero means no limit (the runtime's own contexts
@@ -57,9 +96,8 @@ type NATSOptions struct {
 	// confirmation of its subscription when Open's context has no deadline.
 	CloseTimeout time.Duration
 
-	// Extra options are applied last, after everything above: TLS
-	// (nats.RootCAs, nats.ClientCert), nkeys (nats.Nkey), credentials files
-	// (nats.UserCredentials), and anything else nats.go offers.
+	// Extra options are applied last, after everything above: anything
+	// else nats.go offers.
 	Extra []nats.Option
 }
 
@@ -103,7 +141,7 @@ func newNATS(nc *nats.Conn, owned bool, opts Options, closeTimeout time.Duration
 // URLs (each may itself be a comma-separated list), and returns a transport
 // that owns the connection. The connection reconnects after failures (see
 // [NATSOptions]). A server refusing the credentials gives an error wrapping
-// [ErrAuth].
+// [ErrAuth], a failed TLS setup one wrapping [ErrTLS].
 func Connect(ctx context.Context, urls []string, opts NATSOptions) (*NATS, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("transport: %w: no NATS server URL", gossip.ErrInvalidConfig)
@@ -143,10 +181,24 @@ func connect(ctx context.Context, url string, inProcess nats.InProcessConnProvid
 	if name == "" {
 		name = "gossipreduce"
 	}
+	creds, offered, err := credentials(opts)
+	if err != nil {
+		return nil, err
+	}
+	tlsOpts, err := clientTLS(opts.TLS, opts.TLSConfig)
+	if err != nil {
+		return nil, err
+	}
+	if inProcess != nil && tlsOpts != nil {
+		return nil, fmt.Errorf("transport: %w: TLS to the in-process server, which has no listener", gossip.ErrInvalidConfig)
+	}
+	jitter := orDefault(opts.ReconnectJitter, DefaultReconnectJitter)
 	nopts := []nats.Option{
 		nats.Name(name),
 		nats.Timeout(timeout),
 		nats.ReconnectWait(orDefault(opts.ReconnectWait, DefaultReconnectWait)),
+		nats.ReconnectJitter(jitter, jitter),
+		nats.PingInterval(orDefault(opts.PingInterval, DefaultPingInterval)),
 		nats.MaxReconnects(maxReconnects),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
@@ -170,12 +222,13 @@ func connect(ctx context.Context, url string, inProcess nats.InProcessConnProvid
 	} else {
 		nopts = append(nopts, nats.SetCustomDialer(dialer))
 	}
-	if opts.Token != "" {
-		nopts = append(nopts, nats.Token(opts.Token))
+	if opts.MaxReconnects < 0 {
+		// nats.go's MaxReconnects(0) still moves to the other servers of a
+		// cluster once each; "none at all" takes NoReconnect.
+		nopts = append(nopts, nats.NoReconnect())
 	}
-	if opts.User != "" || opts.Password != "" {
-		nopts = append(nopts, nats.UserInfo(opts.User, opts.Password))
-	}
+	nopts = append(nopts, creds...)
+	nopts = append(nopts, tlsOpts...)
 	nopts = append(nopts, opts.Extra...)
 
 	nc, err := nats.Connect(url, nopts...)
@@ -185,8 +238,8 @@ func connect(ctx context.Context, url string, inProcess nats.InProcessConnProvid
 		if inProcess != nil {
 			where = "the in-process server"
 		}
-		if isAuthError(err) {
-			return nil, fmt.Errorf("transport: connect to %s: %w: %w", where, ErrAuth, err)
+		if cerr := classify(err, where, offered); cerr != nil {
+			return nil, cerr
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("transport: connect to %s: %w (%w)", where, cerr, err)
@@ -199,15 +252,6 @@ func connect(ctx context.Context, url string, inProcess nats.InProcessConnProvid
 		return nil, err
 	}
 	return t, nil
-}
-
-func isAuthError(err error) bool {
-	for _, target := range []error{nats.ErrAuthorization, nats.ErrAuthExpired, nats.ErrAuthRevoked, nats.ErrAccountAuthExpired} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -177,10 +177,7 @@ func TestBorrowedConn(t *testing.T) {
 func TestReconnect(t *testing.T) {
 	first, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{})
 	require.NoError(t, err)
-	u, err := url.Parse(first.ClientURL())
-	require.NoError(t, err)
-	port, err := strconv.Atoi(u.Port())
-	require.NoError(t, err)
+	port := portOf(t, first)
 
 	tr := connect(t, []string{first.ClientURL()}, transport.NATSOptions{ReconnectWait: 20 * time.Millisecond})
 	eps := openNodes(t, tr, transport.Group{Name: "reconnect"}, 2)
@@ -217,11 +214,8 @@ func TestCloseWhileDisconnected(t *testing.T) {
 
 func TestStartEmbeddedErrors(t *testing.T) {
 	srv := startServer(t, transport.EmbeddedOptions{})
-	u, err := url.Parse(srv.ClientURL())
-	require.NoError(t, err)
-	port, err := strconv.Atoi(u.Port())
-	require.NoError(t, err)
-	_, err = transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{Port: port})
+	port := portOf(t, srv)
+	_, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{Port: port})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "address already in use")
 

@@ -89,13 +89,14 @@ type Stats struct {
 	Lost      uint64 // dropped at Send by injected loss ([Options.Loss])
 	Crashed   uint64 // vanished at a crashed node ([Memory.Crash]): sent by it (and counted in Sent) or sent to it
 	Malformed uint64 // arrived but failed to decode
-	Foreign   uint64 // decoded but another wire version, configuration hash or addressee
+	Foreign   uint64 // decoded but another wire version, configuration hash or addressee, or signed while this side has no key
+	Forged    uint64 // failed authentication under the group key ([Options.Key]): no MAC, or a MAC that does not verify
 	Overflow  uint64 // arrived while the Messages buffer was full
 }
 
 // Dropped is the number of arrived messages that were not delivered:
-// malformed, foreign or overflowing.
-func (s Stats) Dropped() uint64 { return s.Malformed + s.Foreign + s.Overflow }
+// malformed, foreign, forged or overflowing.
+func (s Stats) Dropped() uint64 { return s.Malformed + s.Foreign + s.Forged + s.Overflow }
 
 // Group names a set of nodes that gossip together and fixes their subjects:
 // node i of the group receives on "<Prefix>.<Name>.<i>".
@@ -178,6 +179,16 @@ type Options struct {
 	// Logger receives debug records of dropped messages and, for NATS,
 	// connection events; nil discards them.
 	Logger *slog.Logger
+
+	// Key, if set, is the group key (at least [MinKeyLen] bytes; every
+	// member of a group must use the same): every message sent carries a
+	// MAC under it, and a message arriving without a valid MAC is dropped
+	// and counted in Stats.Forged. Without a key, a message that carries a
+	// MAC is dropped and counted as foreign, so that a group whose members
+	// disagree on having a key fails visibly. See the package's wire format
+	// for what the MAC does and does not protect against. The transport
+	// keeps its own copy.
+	Key []byte
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -193,6 +204,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if len(o.Key) > 0 && len(o.Key) < MinKeyLen {
+		return o, fmt.Errorf("transport: %w: group key of %d bytes, want at least %d", gossip.ErrInvalidConfig, len(o.Key), MinKeyLen)
+	}
 	return o, nil
 }
 
@@ -204,6 +218,7 @@ const (
 	cCrashed
 	cMalformed
 	cForeign
+	cForged
 	cOverflow
 	numCounters
 )
@@ -218,6 +233,7 @@ func (c *counters) snapshot() Stats {
 		Crashed:   c[cCrashed].Load(),
 		Malformed: c[cMalformed].Load(),
 		Foreign:   c[cForeign].Load(),
+		Forged:    c[cForged].Load(),
 		Overflow:  c[cOverflow].Load(),
 	}
 }
@@ -231,6 +247,7 @@ type publishFunc func(from *endpoint, to gossip.NodeID, raw []byte) error
 // transport's total counts and its options.
 type hub struct {
 	opts    Options
+	mac     *macKey // nil without a group key
 	publish publishFunc
 	total   counters
 
@@ -244,7 +261,14 @@ func newHub(opts Options, publish publishFunc) (*hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hub{opts: opts, publish: publish, eps: map[string]*endpoint{}}, nil
+	h := &hub{opts: opts, publish: publish, eps: map[string]*endpoint{}}
+	if len(opts.Key) > 0 {
+		if h.mac, err = newMACKey(opts.Key); err != nil {
+			return nil, err
+		}
+		h.opts.Key = nil // the only copy is the macKey's
+	}
+	return h, nil
 }
 
 // add registers a new endpoint for node id of g. Memory delivers to it from
@@ -372,7 +396,13 @@ func (e *endpoint) Send(ctx context.Context, m gossip.Message) error {
 		return fmt.Errorf("transport: %w: message from node %d sent through the endpoint of node %d", gossip.ErrForeignMessage, m.From, e.id)
 	}
 	bp := bufPool.Get().(*[]byte)
-	raw, err := Encode((*bp)[:0], Header{ConfigHash: e.group.ConfigHash}, m)
+	var raw []byte
+	var err error
+	if mk := e.hub.mac; mk != nil {
+		raw, err = mk.encode((*bp)[:0], Header{ConfigHash: e.group.ConfigHash}, m)
+	} else {
+		raw, err = Encode((*bp)[:0], Header{ConfigHash: e.group.ConfigHash}, m)
+	}
 	if cap(raw) <= maxPooled {
 		*bp = raw
 		defer bufPool.Put(bp)
@@ -403,9 +433,11 @@ func (e *endpoint) lose() bool {
 }
 
 // deliver decodes arriving bytes and queues the message, dropping and
-// counting anything malformed, foreign or overflowing. It never blocks.
+// counting anything malformed, foreign, forged or overflowing. It never
+// blocks.
 func (e *endpoint) deliver(raw []byte) {
 	h, m, err := Decode(raw)
+	mk := e.hub.mac
 	switch {
 	case errors.Is(err, ErrVersion):
 		e.drop(cForeign, err.Error())
@@ -413,6 +445,16 @@ func (e *endpoint) deliver(raw []byte) {
 	case err != nil:
 		e.drop(cMalformed, err.Error())
 		return
+	case mk != nil:
+		if err := mk.verify(raw, h); err != nil {
+			e.drop(cForged, err.Error())
+			return
+		}
+	case h.Signed:
+		e.drop(cForeign, "the message carries a MAC but this endpoint has no group key")
+		return
+	}
+	switch {
 	case h.ConfigHash != e.group.ConfigHash:
 		e.drop(cForeign, "configuration hash "+strconv.FormatUint(h.ConfigHash, 16)+" is not the group's")
 		return

@@ -259,16 +259,46 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x9E, 1})
 	f.Add(binary.AppendUvarint(withVarints(1, 1, 0, 0), transport.MaxPayload))
+	for range 8 {
+		h, m := randomMessage(rng)
+		b, err := transport.EncodeSigned(nil, h, m, fuzzKey)
+		require.NoError(f, err)
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, m, err := transport.Decode(b)
+		hs, ms, errSigned := transport.DecodeSigned(b, fuzzKey)
 		if err != nil {
 			require.True(t, errors.Is(err, transport.ErrMalformed) || errors.Is(err, transport.ErrVersion), "unexpected error %v", err)
+			require.Equal(t, err.Error(), errSigned.Error(), "DecodeSigned fails like Decode on what Decode rejects")
 			return
 		}
 		require.LessOrEqual(t, len(m.Payload), transport.MaxPayload)
-		again, err := transport.Encode(nil, h, m)
+		if !h.Signed {
+			again, err := transport.Encode(nil, h, m)
+			require.NoError(t, err)
+			require.Equal(t, b, again)
+			require.ErrorIs(t, errSigned, transport.ErrForged, "no MAC")
+			return
+		}
+		// Signed: the bytes before the MAC are the canonical unsigned
+		// encoding with flags bit 1 set.
+		again, err := transport.Encode(nil, transport.Header{ConfigHash: h.ConfigHash}, m)
 		require.NoError(t, err)
-		require.Equal(t, b, again)
+		body := append([]byte(nil), b[:len(b)-transport.MACSize]...)
+		require.Equal(t, byte(2), body[2]&2)
+		body[2] &^= 2
+		require.Equal(t, again, body)
+		if errSigned != nil {
+			require.ErrorIs(t, errSigned, transport.ErrForged)
+			return
+		}
+		// It verifies: then it is exactly what EncodeSigned writes.
+		require.Equal(t, h, hs)
+		requireSameMessage(t, m, ms)
+		resigned, err := transport.EncodeSigned(nil, hs, ms, fuzzKey)
+		require.NoError(t, err)
+		require.Equal(t, b, resigned)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/algo"
+	"github.com/gossipreduce/gossipreduce/transport"
 )
 
 func init() {
@@ -49,7 +50,11 @@ func runBench(ctx context.Context, args []string, out *stdio) error {
 		asJSON  = fs.Bool("json", false, "print one JSON object")
 	)
 	fs.Var(&seed, "seed", "random seed (default: drawn at random and printed)")
+	nf := addNATSFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := nf.check(); err != nil {
 		return err
 	}
 	if err := checkEps(*eps); err != nil {
@@ -69,7 +74,7 @@ func runBench(ctx context.Context, args []string, out *stdio) error {
 		}
 	}
 	s := seed.value()
-	net, err := openNet(ctx, *natsURL, 0, s)
+	net, err := nf.openNet(ctx, *natsURL, transport.Options{Seed: s, Buffer: 8192})
 	if err != nil {
 		return err
 	}
@@ -82,7 +87,7 @@ func runBench(ctx context.Context, args []string, out *stdio) error {
 	for r := range *runs {
 		inputs := drawInputs(*nodes, 1, s+uint64(r))
 		for a, name := range names {
-			cfg := aggregate.Config{Group: fmt.Sprintf("bench-%d-%s-%d", s, name, r), Algorithm: name,
+			cfg := aggregate.Config{Group: fmt.Sprintf("bench-%d-%s-%d", s, name, r), Prefix: nf.prefix, Algorithm: name,
 				Topology: *topo, Epsilon: *eps, Seed: s + uint64(r)}
 			res, err := runGroup(ctx, net.tr, cfg, inputs, faults{flipBit: -1}, *timeout)
 			if err != nil {

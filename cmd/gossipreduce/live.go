@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,27 +21,6 @@ type liveNet struct {
 	srv *transport.Server
 	tr  *transport.NATS
 	url string
-}
-
-func openNet(ctx context.Context, natsURL string, loss float64, seed uint64) (*liveNet, error) {
-	opts := transport.NATSOptions{Options: transport.Options{Loss: loss, Seed: seed, Buffer: 8192}}
-	if natsURL != "" {
-		tr, err := transport.Connect(ctx, strings.Split(natsURL, ","), opts)
-		if err != nil {
-			return nil, err
-		}
-		return &liveNet{tr: tr, url: natsURL}, nil
-	}
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
-	if err != nil {
-		return nil, err
-	}
-	tr, err := srv.Connect(ctx, opts)
-	if err != nil {
-		srv.Shutdown()
-		return nil, err
-	}
-	return &liveNet{srv: srv, tr: tr, url: srv.ClientURL()}, nil
 }
 
 func (l *liveNet) Close() {

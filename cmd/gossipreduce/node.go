@@ -35,7 +35,6 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 	fs := newFlags("node", out)
 	var (
 		natsURL  = fs.String("nats", "nats://127.0.0.1:4222", "NATS server URL(s), comma separated")
-		token    = fs.String("token", "", "NATS authentication token")
 		group    = fs.String("group", "gossipreduce", "group name (a NATS subject token)")
 		id       = fs.Int("id", -1, "this member's id, 0 … nodes-1 (required)")
 		nodes    = fs.Int("nodes", 0, "group size N (required)")
@@ -48,7 +47,11 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 		suspect  = fs.Duration("suspect", time.Second, "silence after which a member is declared dead")
 		asJSON   = fs.Bool("json", false, "print one JSON object")
 	)
+	nf := addNATSFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := nf.check(); err != nil {
 		return err
 	}
 	if *id < 0 || *nodes < 1 || *value == "" {
@@ -61,13 +64,17 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 	if err := checkEps(*eps); err != nil {
 		return err
 	}
-	cfg := aggregate.Config{Group: *group, ID: gossip.NodeID(*id), Nodes: *nodes, Algorithm: *algoName,
+	cfg := aggregate.Config{Group: *group, Prefix: nf.prefix, ID: gossip.NodeID(*id), Nodes: *nodes, Algorithm: *algoName,
 		Topology: *topo, Epsilon: *eps, Suspect: *suspect}
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	tr, err := transport.Connect(ctx, strings.Split(*natsURL, ","), transport.NATSOptions{Token: *token,
-		Name: fmt.Sprintf("gossipreduce-%s-%d", *group, *id)})
+	opts, err := nf.options(transport.Options{})
+	if err != nil {
+		return err
+	}
+	opts.Name = fmt.Sprintf("gossipreduce-%s-%d", *group, *id)
+	tr, err := transport.Connect(ctx, strings.Split(*natsURL, ","), opts)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,26 +22,15 @@ func TestNodesAsSeparateClients(t *testing.T) {
 	defer srv.Shutdown()
 
 	const n = 3
+	codes, stdouts, stderrs := runNodes(t, n, func(i int) []string {
+		return []string{"--nats", srv.ClientURL(), "--group", "cli", "--value", fmt.Sprintf("%d,%d", i, 10*i), "--sum"}
+	})
 	outs := make([]map[string]any, n)
-	codes := make([]int, n)
-	var wg sync.WaitGroup
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var stdout, stderr bytes.Buffer
-			codes[i] = run(ctx, []string{"node", "--nats", srv.ClientURL(), "--group", "cli", "--id", fmt.Sprint(i),
-				"--nodes", fmt.Sprint(n), "--value", fmt.Sprintf("%d,%d", i, 10*i), "--sum", "--json"}, &stdio{Stdout: &stdout, Stderr: &stderr})
-			if codes[i] == 0 {
-				_ = json.Unmarshal(stdout.Bytes(), &outs[i])
-			} else {
-				t.Logf("node %d: %s", i, stderr.String())
-			}
-		}()
+		require.Equal(t, 0, codes[i], "node %d: %s", i, stderrs[i])
+		require.NoError(t, json.Unmarshal([]byte(stdouts[i]), &outs[i]))
 	}
-	wg.Wait()
 	for i := range n {
-		require.Equal(t, 0, codes[i], "node %d", i)
 		res := outs[i]["result"].([]any)
 		// Sum of 0,1,2 and of 0,10,20, within ε = 1e-9.
 		assert.InDelta(t, 3.0, res[0].(float64), 3e-9)

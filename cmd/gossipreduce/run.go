@@ -12,6 +12,7 @@ import (
 	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/sdc"
+	"github.com/gossipreduce/gossipreduce/transport"
 )
 
 func init() {
@@ -72,7 +73,11 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 		asJSON     = fs.Bool("json", false, "print one JSON object")
 	)
 	fs.Var(&seed, "seed", "random seed of inputs, faults and gossip (default: drawn at random and printed)")
+	nf := addNATSFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := nf.check(); err != nil {
 		return err
 	}
 	if err := checkEps(*eps); err != nil {
@@ -102,7 +107,7 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	tmpl := aggregate.Config{Topology: *topo, Algorithm: *algoName, Epsilon: *eps, Suspect: *suspect, Idle: *idle}
+	tmpl := aggregate.Config{Prefix: nf.prefix, Topology: *topo, Algorithm: *algoName, Epsilon: *eps, Suspect: *suspect, Idle: *idle}
 	// Validate the configuration once, before starting anything.
 	probe := tmpl
 	probe.Group, probe.Nodes = "check", *nodes
@@ -110,7 +115,7 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 		return usagef("%v", err)
 	}
 	s := seed.value()
-	net, err := openNet(ctx, *natsURL, *loss, s)
+	net, err := nf.openNet(ctx, *natsURL, transport.Options{Loss: *loss, Seed: s, Buffer: 8192})
 	if err != nil {
 		return err
 	}

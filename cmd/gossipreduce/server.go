@@ -20,6 +20,11 @@ func runServer(ctx context.Context, args []string, out *stdio) error {
 	fs := newFlags("server", out)
 	port := fs.Int("port", 4222, "TCP port on 127.0.0.1 (0 picks a free one)")
 	token := fs.String("token", "", "require this token from clients")
+	user := fs.String("user", "", "require this user name from clients (with --password)")
+	password := fs.String("password", "", "the password of --user (visible in the process list)")
+	tlsCert := fs.String("tls-cert", "", "PEM server certificate: require TLS (with --tls-key)")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	tlsCA := fs.String("tls-ca", "", "PEM CA file: require client certificates signed by it (with --tls-cert)")
 	verbose := fs.Bool("v", false, "log the server's messages to stderr")
 	asJSON := fs.Bool("json", false, `print {"url": …} instead of text`)
 	if err := parseFlags(fs, args); err != nil {
@@ -28,7 +33,18 @@ func runServer(ctx context.Context, args []string, out *stdio) error {
 	if *port < 0 || *port > 65535 {
 		return usagef("--port %d outside 0…65535", *port)
 	}
-	opts := transport.EmbeddedOptions{Port: *port, Token: *token}
+	switch {
+	case *token != "" && *user != "":
+		return usagef("--token or --user, not both")
+	case (*user == "") != (*password == ""):
+		return usagef("--user and --password go together")
+	case (*tlsCert == "") != (*tlsKey == ""):
+		return usagef("--tls-cert and --tls-key go together")
+	case *tlsCA != "" && *tlsCert == "":
+		return usagef("--tls-ca needs --tls-cert and --tls-key")
+	}
+	opts := transport.EmbeddedOptions{Port: *port, Token: *token, User: *user, Password: *password,
+		TLS: transport.TLSFiles{Cert: *tlsCert, Key: *tlsKey, CA: *tlsCA}}
 	if *verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(out.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

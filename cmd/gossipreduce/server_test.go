@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,4 +114,44 @@ func TestServerVerbErrors(t *testing.T) {
 	code := run(context.Background(), []string{"server", "--port", port}, &stdio{Stdout: &bytes.Buffer{}, Stderr: &stderr})
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr.String(), "address already in use")
+}
+
+// TestServerVerbUserPassword: the server verb requires a user and password
+// when given, and a node verb passes them through.
+func TestServerVerbUserPassword(t *testing.T) {
+	line, cancel, code := startServerVerb(t, "--port", "0", "--user", "alice", "--password", "pw")
+	requireRoundTrip(t, line, nats.UserInfo("alice", "pw"))
+	_, err := nats.Connect(line, nats.UserInfo("alice", "wrong"))
+	require.ErrorIs(t, err, nats.ErrAuthorization)
+
+	c, _, stderr := runCLI(t, "node", "--nats", line, "--user", "alice", "--password", "wrong", "--id", "0", "--nodes", "1", "--value", "1")
+	assert.Equal(t, 1, c)
+	assert.Contains(t, stderr, `NATS authentication failed: the server refused user "alice" with a password`)
+	codes, outs, errs := runNodes(t, 2, func(int) []string { return []string{"--nats", line, "--user", "alice", "--password", "pw"} })
+	for i := range codes {
+		require.Equal(t, 0, codes[i], errs[i])
+		assert.Contains(t, outs[i], `"result": [`)
+	}
+	cancel()
+	require.Equal(t, 0, <-code)
+}
+
+func TestServerVerbSecurityErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	for name, c := range map[string]struct {
+		code int
+		args []string
+		want string
+	}{
+		"token and user":    {2, []string{"--token", "t", "--user", "u", "--password", "p"}, "--token or --user"},
+		"user alone":        {2, []string{"--user", "u"}, "--user and --password go together"},
+		"cert alone":        {2, []string{"--tls-cert", missing}, "--tls-cert and --tls-key go together"},
+		"CA alone":          {2, []string{"--tls-ca", missing}, "--tls-ca needs --tls-cert"},
+		"missing cert file": {1, []string{"--port", "0", "--tls-cert", missing, "--tls-key", missing}, "transport: TLS certificate " + missing},
+	} {
+		var stderr bytes.Buffer
+		got := run(context.Background(), append([]string{"server"}, c.args...), &stdio{Stdout: &bytes.Buffer{}, Stderr: &stderr})
+		assert.Equal(t, c.code, got, "%s: %s", name, stderr.String())
+		assert.Contains(t, stderr.String(), c.want, name)
+	}
 }
