@@ -200,6 +200,10 @@ func (d *driver) begin(rq *request) {
 	m, err := r.spec.New(gossip.Config{
 		ID: r.ID, Overlay: r.graph, Value: rq.req.Values, Mode: gossip.Average, Epoch: epoch,
 		Rand: rand.NewPCG(r.Seed^epoch*0x9e3779b97f4a7c15, uint64(r.ID)), Tau: r.Tau,
+		// A push unacknowledged for about four rounds of the neighbour's
+		// sends is most likely lost: send the flow again, so that its mass,
+		// which holds up settled, arrives.
+		Resend: 4*r.graph.Degree(r.ID) + 8,
 	})
 	now := time.Now()
 	o := &op{rq: rq, epoch: epoch, m: m, start: now, lastSend: now,
@@ -379,10 +383,25 @@ func (d *driver) receive(msg gossip.Message) {
 	}
 	if o.cert != nil && err == nil {
 		d.est = o.m.Estimate(d.est[:0])
-		o.cert.observe(d.est, d.peer.est, o.ext, d.peer.ext)
+		if settled(o.m, o.cert.theta) {
+			o.cert.observe(d.est, d.peer.est, o.ext, d.peer.ext)
+		} else {
+			// Mass this member sent earlier, at a ratio its estimate has
+			// since left, has not been acknowledged: the estimates can agree
+			// and still miss it.
+			o.cert.unsettle()
+		}
 	}
 	d.emit(out)
 	d.checkDone()
+}
+
+// settled reports whether the machine has nothing in transit that could
+// still change the aggregate (see gossip.Settler); machines that cannot tell
+// count as settled.
+func settled(m gossip.Machine, tol float64) bool {
+	s, ok := m.(gossip.Settler)
+	return !ok || s.Settled(tol)
 }
 
 // membership handles hello and leave announcements.

@@ -33,7 +33,11 @@ type MonitorConfig struct {
 	OnSnapshot func(Snapshot)
 }
 
-// Summary is one metric across the live members of the group.
+// Summary is one metric across the live members of the group. Count, Sum,
+// Mean and Variance cover exactly the live members. Min and Max are taken
+// over the live members and, when a member fails during the aggregation
+// after its value has spread, may include that member's value (a maximum
+// cannot be taken back); the next aggregation no longer counts it.
 type Summary struct {
 	Count int // live members
 	Sum   float64
@@ -173,6 +177,14 @@ func (m *Monitor) Refresh(ctx context.Context) (Snapshot, error) {
 	epoch := max(uint64(time.Now().UnixMilli()), m.last+1)
 	m.mu.Unlock()
 	return m.run(ctx, epoch)
+}
+
+// Failures returns how many aggregations this member took part in that
+// ended without a result (timed out, excluded, group mismatch).
+func (m *Monitor) Failures() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.errs
 }
 
 // Node returns the member's underlying node, for its Stats.

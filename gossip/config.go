@@ -75,6 +75,12 @@ type Config struct {
 	// Tau is the checksum threshold of PFLC and PFCC; zero selects the
 	// algorithm's default. Other algorithms ignore it.
 	Tau float64
+	// Resend makes the flow algorithms send a flow again, asking for an
+	// answer, when a push to that neighbour has gone unacknowledged for
+	// this many of the node's steps (Tick and Step calls), so that a lost
+	// message cannot leave mass in transit for long. Zero never resends,
+	// as the thesis's algorithms. The live runtime sets it.
+	Resend int
 }
 
 // Validate reports the first problem that would keep c from running, wrapped
@@ -98,6 +104,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Mode != Average && c.Mode != Sum {
 		return fmt.Errorf("%w: weight mode %d", ErrInvalidConfig, c.Mode)
+	}
+	if c.Resend < 0 {
+		return fmt.Errorf("%w: resend %d must be ≥ 0", ErrInvalidConfig, c.Resend)
 	}
 	if c.Tau < 0 || math.IsNaN(c.Tau) || math.IsInf(c.Tau, 0) {
 		return fmt.Errorf("%w: tau %v must be finite and ≥ 0", ErrInvalidConfig, c.Tau)

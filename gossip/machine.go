@@ -51,3 +51,16 @@ type Machine interface {
 type Finisher interface {
 	Done() bool
 }
+
+// Settler is implemented by machines that know what they have sent that
+// may not have reached its receiver yet (in flight, or lost and not yet
+// repaired): the flow algorithms keep every unacknowledged push. Each such
+// message carries mass at the ratio of the sender's estimate when it was
+// sent, and the exact aggregate is a convex combination of the nodes'
+// estimates and these ratios. So a runtime may take agreement among the
+// estimates as convergence only if every node is settled: Settled(tol)
+// reports whether every unacknowledged push's ratio is within tol
+// (relative, component by component) of the node's current estimate.
+type Settler interface {
+	Settled(tol float64) bool
+}

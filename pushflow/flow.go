@@ -59,6 +59,9 @@ type Counters struct {
 	// neighbour it could send to had not answered its last message yet, by
 	// PFCC while it waited for the repair of a corrupted flow.
 	HeldBack int
+	// Resends counts flows sent again because a push went unacknowledged
+	// for Config.Resend steps.
+	Resends int
 }
 
 // Machine is one node of Push-Flow, PFLC or PFCC. Build it with New,
@@ -91,9 +94,12 @@ type Machine struct {
 	suspect []bool    // PFCC: flows found corrupted, waiting for the neighbour
 	e       []float64 // scratch
 	cnt     Counters
-	steps   uint64   // Tick and Step calls: the machine's clock
-	asked   []uint64 // PFCC: per neighbour, steps at the last repair request
-	owed    int      // PFCC: pushes held back while waiting for a repair
+	steps   uint64     // Tick and Step calls: the machine's clock
+	resend  uint64     // Config.Resend
+	pendAt  [][]uint64 // per neighbour: steps at each unacknowledged push
+	resent  []uint64   // per neighbour: steps at the last resend
+	asked   []uint64   // PFCC: per neighbour, steps at the last repair request
+	owed    int        // PFCC: pushes held back while waiting for a repair
 }
 
 // tagRepair marks PFCC's repair requests and replies (thesis Algorithm 6,
@@ -101,6 +107,14 @@ type Machine struct {
 // does not push in answer, so they never become tokens that circulate for
 // good (every node answers each ordinary push with exactly one push).
 const tagRepair = 1 << 63
+
+// tagAsk marks a flow sent again because a push went unacknowledged for
+// Config.Resend steps: the receiver takes it in and answers with its own
+// flow (marked tagRepair), which acknowledges it.
+const tagAsk = 1 << 62
+
+// seqMask extracts the sequence number from the high half of a Tag.
+const seqMask = ^uint32((tagRepair | tagAsk) >> 32)
 
 // repairResend is how many steps a PFCC node waits for the answer to a
 // repair request before it asks again (the request or the answer may have
@@ -175,6 +189,9 @@ func build(cfg gossip.Config, pkg string, tagged bool, c Correction) (*Machine, 
 	m.sent = make([]uint32, deg)
 	m.recv = make([]uint32, deg)
 	m.asked = make([]uint64, deg)
+	m.pendAt = make([][]uint64, deg)
+	m.resent = make([]uint64, deg)
+	m.resend = uint64(cfg.Resend)
 	m.pendSeq = make([][]uint32, deg)
 	m.pendVal = make([][]float64, deg)
 	m.e = make([]float64, m.width)
@@ -217,6 +234,7 @@ func (m *Machine) flow(n int) []float64 { return m.flows[n*m.width : (n+1)*m.wid
 func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 	m.steps++
 	out = m.verify(out)
+	out = m.resendOld(out)
 	out = m.push(out, false)
 	m.settle()
 	return out
@@ -234,6 +252,7 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	m.steps++
 	out = m.verify(out)
 	out = m.receive(n, msg, out)
+	out = m.resendOld(out)
 	if msg.Tag&tagRepair == 0 {
 		out = m.push(out, true)
 	}
@@ -267,9 +286,13 @@ func (m *Machine) check(msg gossip.Message) (int, error) {
 // receive applies the flow f_ji carried by msg from neighbour n.
 func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gossip.Message {
 	if m.tagged {
-		seq, ack := uint32(msg.Tag>>32)&^(tagRepair>>32), uint32(msg.Tag)
+		seq, ack := uint32(msg.Tag>>32)&seqMask, uint32(msg.Tag)
 		if seq <= m.recv[n] {
 			m.cnt.Stale++
+			m.acknowledge(n, ack)
+			if msg.Tag&tagAsk != 0 {
+				return m.sendRepair(n, out) // already up to date: just acknowledge
+			}
 			return out
 		}
 		m.recv[n] = seq
@@ -306,6 +329,9 @@ func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gos
 		m.seal(own)
 		m.suspect[n] = false
 	}
+	if msg.Tag&tagAsk != 0 {
+		out = m.sendRepair(n, out)
+	}
 	return out
 }
 
@@ -324,6 +350,7 @@ func (m *Machine) acknowledge(n int, ack uint32) {
 		return
 	}
 	m.pendSeq[n] = append(seqs[:0], seqs[drop:]...)
+	m.pendAt[n] = append(m.pendAt[n][:0], m.pendAt[n][drop:]...)
 	vals := m.pendVal[n]
 	m.pendVal[n] = append(vals[:0], vals[drop*m.width:]...)
 }
@@ -332,6 +359,7 @@ func (m *Machine) acknowledge(n int, ack uint32) {
 func (m *Machine) zero(n int) {
 	clear(m.flow(n))
 	m.pendSeq[n] = m.pendSeq[n][:0]
+	m.pendAt[n] = m.pendAt[n][:0]
 	m.pendVal[n] = m.pendVal[n][:0]
 	if m.suspect != nil {
 		m.suspect[n] = false
@@ -379,9 +407,59 @@ func (m *Machine) pushOnce(out []gossip.Message) []gossip.Message {
 	}
 	if m.tagged {
 		m.pendSeq[n] = append(m.pendSeq[n], m.sent[n]+1)
+		m.pendAt[n] = append(m.pendAt[n], m.steps)
 		m.pendVal[n] = append(m.pendVal[n], e...)
 	}
 	return m.send(n, out)
+}
+
+// resendOld sends the flow again, asking for an answer, to each neighbour
+// whose oldest unacknowledged push is Resend steps old, at most once every
+// Resend steps per neighbour.
+func (m *Machine) resendOld(out []gossip.Message) []gossip.Message {
+	if m.resend == 0 || !m.tagged {
+		return out
+	}
+	for n := range m.nbr {
+		if m.gone[n] || len(m.pendAt[n]) == 0 {
+			continue
+		}
+		if m.steps-m.pendAt[n][0] >= m.resend && m.steps-m.resent[n] >= m.resend {
+			m.resent[n] = m.steps
+			m.cnt.Resends++
+			out = m.send(n, out)
+			out[len(out)-1].Tag |= tagRepair | tagAsk
+		}
+	}
+	return out
+}
+
+// Settled reports whether every unacknowledged push carries mass at a ratio
+// within tol (relative, per value component) of the node's current
+// estimate. See gossip.Settler.
+func (m *Machine) Settled(tol float64) bool {
+	e := m.sum(m.e)
+	for n := range m.nbr {
+		if m.gone[n] {
+			continue
+		}
+		vals := m.pendVal[n]
+		for p := 0; p+m.width <= len(vals); p += m.width {
+			d := vals[p : p+m.width]
+			for c := range m.k {
+				want := e[c] / e[m.k]
+				got := d[c] / d[m.k]
+				diff := math.Abs(got - want)
+				if want != 0 {
+					diff /= math.Abs(want)
+				}
+				if !(diff <= tol) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // sendRepair sends the current flow to neighbour n as a repair request or
