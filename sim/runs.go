@@ -2,10 +2,11 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
+
+	"github.com/gossipreduce/gossipreduce/internal/parallel"
 )
 
 // RunMany simulates runs all-reduces of cfg with the seeds cfg.Seed,
@@ -18,62 +19,23 @@ func RunMany(ctx context.Context, cfg Config, runs, workers int, progress func(d
 	if runs < 1 {
 		return nil, fmt.Errorf("sim: runs = %d, need at least 1", runs)
 	}
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, runs)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
 	results := make([]Result, runs)
 	finished := make([]bool, runs)
-	next := make(chan int)
-	var (
-		mu    sync.Mutex
-		done  int
-		first error
-		wg    sync.WaitGroup
-	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				c := cfg
-				c.Seed = cfg.Seed + uint64(i)
-				r, err := Run(ctx, c)
-				mu.Lock()
-				if err != nil && first == nil {
-					first = err
-					cancel()
-				}
-				if err == nil {
-					results[i] = r
-					finished[i] = true
-					done++
-					if progress != nil {
-						progress(done, runs)
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for i := range runs {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	err := parallel.For(ctx, runs, workers, func(ctx context.Context, i int) error {
+		c := cfg
+		c.Seed = cfg.Seed + uint64(i)
+		r, err := Run(ctx, c)
+		if err != nil {
+			return err
 		}
-	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		return keep(results, finished), first
-	}
-	if err := ctx.Err(); err != nil {
-		return keep(results, finished), fmt.Errorf("sim: %w", err)
+		results[i], finished[i] = r, true
+		return nil
+	}, progress)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("sim: %w", err)
+		}
+		return keep(results, finished), err
 	}
 	return results, nil
 }

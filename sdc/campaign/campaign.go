@@ -18,13 +18,13 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/internal/parallel"
 	"github.com/gossipreduce/gossipreduce/sdc"
 	"github.com/gossipreduce/gossipreduce/sim"
 	"github.com/gossipreduce/gossipreduce/topology"
@@ -91,64 +91,27 @@ type outcome struct {
 // runAll simulates every job on the workers and returns the outcomes in job
 // order. The first error stops everything.
 func runAll(ctx context.Context, jobs []job, workers int, progress func(done, total int)) ([]outcome, error) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = max(1, min(workers, len(jobs)))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	out := make([]outcome, len(jobs))
-	next := make(chan int)
-	var (
-		mu    sync.Mutex
-		done  int
-		first error
-		wg    sync.WaitGroup
-	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				j := jobs[i]
-				if j.inj != nil {
-					j.cfg.Injector = j.inj
-				}
-				r, err := sim.Run(ctx, j.cfg)
-				mu.Lock()
-				if err != nil && first == nil {
-					first = err
-					cancel()
-				}
-				if err == nil {
-					out[i] = outcome{res: r}
-					if j.inj != nil {
-						out[i].flips = j.inj.Flips()
-					}
-					done++
-					if progress != nil {
-						progress(done, len(jobs))
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for i := range jobs {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	err := parallel.For(ctx, len(jobs), workers, func(ctx context.Context, i int) error {
+		j := jobs[i]
+		if j.inj != nil {
+			j.cfg.Injector = j.inj
 		}
-	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		return nil, first
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("campaign: %w", err)
+		r, err := sim.Run(ctx, j.cfg)
+		if err != nil {
+			return err
+		}
+		out[i] = outcome{res: r}
+		if j.inj != nil {
+			out[i].flips = j.inj.Flips()
+		}
+		return nil
+	}, progress)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("campaign: %w", err)
+		}
+		return nil, err
 	}
 	return out, nil
 }
