@@ -66,6 +66,7 @@ func rssMB() float64 {
 }
 
 func TestSoak(t *testing.T) {
+	before := runtime.NumGoroutine()
 	tr, err := transport.NewMemory(transport.MemoryOptions{Options: transport.Options{Loss: *soakLoss, Seed: 1}})
 	require.NoError(t, err)
 	defer tr.Close()
@@ -209,12 +210,26 @@ func TestSoak(t *testing.T) {
 			cancel()
 			wg.Wait()
 			mu.Lock()
-			for _, m := range mons {
+			for id, m := range mons {
 				if m != nil {
 					failures.Add(int64(m.Failures()))
+					m.Close()
+					mons[id] = nil
 				}
 			}
 			mu.Unlock()
+			tr.Close()
+			// Everything stopped: the goroutines must be back to where they
+			// were before the soak.
+			var after int
+			for range 100 {
+				if after = runtime.NumGoroutine(); after <= before {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Logf("goroutines before the soak %d, after stopping everything %d", before, after)
+			assert.LessOrEqual(t, after, before, "no goroutine left behind")
 			t.Logf("results checked %d (snapshots seen %d), wrong %d, min or max from a member absent in that aggregation %d, failed aggregations %d, transport %+v",
 				checked.Load(), seen.Load(), wrong.Load(), fromAbsent.Load(), failures.Load(), tr.Stats())
 			if msg, ok := wrongMsg.Load().(string); ok {
