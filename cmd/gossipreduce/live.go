@@ -85,7 +85,7 @@ func (c injectors) InjectState(p gossip.InjectPoint, m gossip.Machine) {
 func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config, inputs [][]float64, f faults, timeout time.Duration) (*liveOutcome, error) {
 	n := len(inputs)
 	nodes := make([]*aggregate.Node, n)
-	var flipCount func() int
+	var flippers []sdc.Injector // every flip injector, to count their flips
 	crashing := map[gossip.NodeID]bool{}
 	for _, c := range f.crash {
 		crashing[c] = true
@@ -105,7 +105,7 @@ func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config
 				return nil, err
 			}
 			injs = append(injs, s)
-			flipCount = func() int { return len(s.Flips()) }
+			flippers = append(flippers, s)
 		}
 		if f.flipRate > 0 {
 			r, err := sdc.NewRate(f.flipRate, f.flipTarget, 0, 63)
@@ -113,6 +113,7 @@ func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config
 				return nil, err
 			}
 			injs = append(injs, r)
+			flippers = append(flippers, r)
 		}
 		if len(injs) > 0 {
 			cfg.Injector = func(uint64) gossip.Injector { return injectors(injs) }
@@ -157,8 +158,8 @@ func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config
 		return nil, err
 	}
 	out.exact = exact
-	if flipCount != nil {
-		out.flips = flipCount()
+	for _, f := range flippers {
+		out.flips += len(f.Flips())
 	}
 	return out, nil
 }
