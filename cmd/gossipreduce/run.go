@@ -40,12 +40,12 @@ type runOutput struct {
 	Failed     int     `json:"failed_runs"`
 	// WorseThanEps counts runs that returned a result (no error) further
 	// than eps from the exact aggregate: a false early termination.
-	WorseThanEps int `json:"worse_than_eps"`
-	Live       int     `json:"live"`
-	Flips      int     `json:"flips"`
-	Seed       uint64  `json:"seed"`
-	NATS       string  `json:"nats"`
-	Error      string  `json:"error,omitempty"`
+	WorseThanEps int    `json:"worse_than_eps"`
+	Live         int    `json:"live"`
+	Flips        int    `json:"flips"`
+	Seed         uint64 `json:"seed"`
+	NATS         string `json:"nats"`
+	Error        string `json:"error,omitempty"`
 }
 
 func runLive(ctx context.Context, args []string, out *stdio) error {
