@@ -62,7 +62,13 @@ type Config struct {
 	// then circulate (measured on 64 members: 2 ticks doubled the messages
 	// of a fault-free run and let runs under continuous bit flips flood;
 	// 8 ticks halved them but tripled the time under 20 % loss). Default 4
-	// ticks.
+	// ticks. Idle must be long against the silences a member sees by chance
+	// when nothing is lost: many members sharing a few cores hear messages
+	// far less often than one member on its own machine, and 256 members on
+	// two cores with Idle 4 ms added messages faster than they could read
+	// them (5,000 to 9,000 per member instead of 250); with 15 ms they
+	// needed 260 to 330. The gossipreduce run and bench commands use
+	// 120 µs × members / GOMAXPROCS when that is longer than 4 ms.
 	Idle time.Duration
 	// Suspect is how long a neighbour may stay silent during an operation
 	// before this node declares it dead and excludes it (it is probed first).
