@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -49,6 +50,11 @@ type liveOutcome struct {
 	exact   []float64
 	seconds float64
 	flips   int
+	// excluded sums the neighbours the members declared dead or absent
+	// (false deaths show here); net is what the transport counted during
+	// the operation (Overflow: messages dropped at full receive buffers).
+	excluded int
+	net      transport.Stats
 }
 
 // crashInjector closes its member once it has sent after messages.
@@ -80,10 +86,31 @@ func (c injectors) InjectState(p gossip.InjectPoint, m gossip.Machine) {
 	}
 }
 
+// sharedIdle is the aggregate.Config.Idle for n members sharing this
+// process's cores: the default 4 ms, or 120 µs per member per core if that
+// is longer (15 ms for 256 members on two cores).
+//
+// A member takes a gossip step on its own after a silence of Idle, and
+// every such step adds a message that circulates until the operation ends.
+// On its own machine a member hears a message every few microseconds and a
+// 4 ms silence means loss; members sharing two cores hear one every
+// 0.6 ms at 256 members (about 100,000 messages per second and core
+// through the embedded server), a 4 ms silence came by chance once in
+// e^6.7 ≈ 800 gaps, and the added messages drowned the exchange: 5,000 to
+// 9,000 messages per member instead of 250, sometimes no result in 30 s.
+// 120 µs·N/cores makes the silence about twelve average gaps (once in
+// e^12 ≈ 160,000).
+func sharedIdle(n int) time.Duration {
+	return max(4*time.Millisecond, time.Duration(n)*120*time.Microsecond/time.Duration(runtime.GOMAXPROCS(0)))
+}
+
 // runGroup joins n members of a fresh group over tr, runs one Average with
 // inputs on all of them at once, and closes them.
 func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config, inputs [][]float64, f faults, timeout time.Duration) (*liveOutcome, error) {
 	n := len(inputs)
+	if tmpl.Idle == 0 {
+		tmpl.Idle = sharedIdle(n)
+	}
 	nodes := make([]*aggregate.Node, n)
 	var flippers []sdc.Injector // every flip injector, to count their flips
 	crashing := map[gossip.NodeID]bool{}
@@ -131,6 +158,7 @@ func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config
 	opCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
+	net0 := tr.Stats()
 	var wg sync.WaitGroup
 	for i, nd := range nodes {
 		wg.Add(1)
@@ -141,7 +169,9 @@ func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config
 	}
 	wg.Wait()
 	out.seconds = time.Since(start).Seconds()
+	out.net = netSince(tr.Stats(), net0)
 	for _, nd := range nodes {
+		out.excluded += nd.Stats().Excluded
 		nd.Close()
 	}
 	var survivors [][]float64
@@ -231,4 +261,18 @@ func median(xs []float64) float64 {
 		return xs[m]
 	}
 	return (xs[m-1] + xs[m]) / 2
+}
+
+// netSince is what a transport counted between the snapshots before and now.
+func netSince(now, before transport.Stats) transport.Stats {
+	return transport.Stats{
+		Sent:      now.Sent - before.Sent,
+		Received:  now.Received - before.Received,
+		Lost:      now.Lost - before.Lost,
+		Crashed:   now.Crashed - before.Crashed,
+		Malformed: now.Malformed - before.Malformed,
+		Foreign:   now.Foreign - before.Foreign,
+		Forged:    now.Forged - before.Forged,
+		Overflow:  now.Overflow - before.Overflow,
+	}
 }

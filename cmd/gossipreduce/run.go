@@ -40,12 +40,19 @@ type runOutput struct {
 	Failed     int     `json:"failed_runs"`
 	// WorseThanEps counts runs that returned a result (no error) further
 	// than eps from the exact aggregate: a false early termination.
-	WorseThanEps int    `json:"worse_than_eps"`
-	Live         int    `json:"live"`
-	Flips        int    `json:"flips"`
-	Seed         uint64 `json:"seed"`
-	NATS         string `json:"nats"`
-	Error        string `json:"error,omitempty"`
+	WorseThanEps int `json:"worse_than_eps"`
+	Live         int `json:"live"`
+	Flips        int `json:"flips"`
+	// Excluded is the neighbours declared dead or absent, summed over the
+	// members and runs (crashed members are declared dead by each of their
+	// neighbours; more than that are false deaths). Overflow is messages
+	// dropped because a member's receive buffer was full: the group was
+	// sending faster than it could read.
+	Excluded int    `json:"excluded"`
+	Overflow uint64 `json:"overflow"`
+	Seed     uint64 `json:"seed"`
+	NATS     string `json:"nats"`
+	Error    string `json:"error,omitempty"`
 }
 
 func runLive(ctx context.Context, args []string, out *stdio) error {
@@ -69,7 +76,7 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 		flipRate   = fs.Float64("flip-rate", 0, "flip probability per word per message at every member (bits 0-63)")
 		timeout    = fs.Duration("timeout", 30*time.Second, "give up an operation after this long")
 		suspect    = fs.Duration("suspect", time.Second, "silence after which a member is declared dead")
-		idle       = fs.Duration("idle", 0, "a member that sent nothing for this long takes a gossip step on its own (0: 4 ms)")
+		idle       = fs.Duration("idle", 0, "a member that sent nothing for this long takes a gossip step on its own (0: 4 ms, longer for many members per core: 120 µs × nodes / GOMAXPROCS)")
 		asJSON     = fs.Bool("json", false, "print one JSON object")
 	)
 	fs.Var(&seed, "seed", "random seed of inputs, faults and gossip (default: drawn at random and printed)")
@@ -163,6 +170,8 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 		o.Result, o.Exact = res.firstResult(), res.exact
 		o.Live = *nodes - len(f.crash)
 		o.Flips += res.flips
+		o.Excluded += res.excluded
+		o.Overflow += res.net.Overflow
 		secs = append(secs, res.seconds)
 		o.SecondsMax = max(o.SecondsMax, res.seconds)
 		if *runs > 1 {
@@ -209,6 +218,9 @@ func printRun(out *stdio, o runOutput) {
 	fmt.Fprintf(out.Stdout, "  time            %.4f s median, %.4f s slowest\n", o.Seconds, o.SecondsMax)
 	if o.Flips > 0 {
 		fmt.Fprintf(out.Stdout, "  bit flips       %d\n", o.Flips)
+	}
+	if o.Excluded > 0 || o.Overflow > 0 {
+		fmt.Fprintf(out.Stdout, "  excluded        %d neighbours declared dead; %d messages dropped at full receive buffers\n", o.Excluded, o.Overflow)
 	}
 	if o.Failed > 0 {
 		fmt.Fprintf(out.Stdout, "  FAILED          %d run(s): %s\n", o.Failed, o.Error)

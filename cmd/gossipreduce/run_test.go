@@ -1,14 +1,16 @@
 package main
 
 import (
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
 
 func TestRunLiveJSONContract(t *testing.T) {
 	obj := jsonObject(t, "run", "--nodes", "8", "--eps", "1e-9", "--seed", "3", "--runs", "2", "--json")
-	for _, f := range []string{"algo", "topology", "nodes", "result", "exact", "max_rel_error", "identical", "messages", "max_msgs", "seconds"} {
+	for _, f := range []string{"algo", "topology", "nodes", "result", "exact", "max_rel_error", "identical", "messages", "max_msgs", "seconds", "excluded", "overflow"} {
 		assert.Contains(t, obj, f)
 	}
 	assert.Equal(t, "pfcc", obj["algo"])
@@ -27,6 +29,15 @@ func TestRunLiveFaults(t *testing.T) {
 	assert.Equal(t, true, obj["identical"])
 	assert.Equal(t, 6.0, obj["live"])
 	assert.LessOrEqual(t, obj["max_rel_error"].(float64), 1e-9, "within eps of the survivors' average")
+	assert.GreaterOrEqual(t, obj["excluded"].(float64), 2.0, "both crashed members were declared dead by somebody")
+}
+
+func TestSharedIdleGrowsWithMembersPerCore(t *testing.T) {
+	cores := runtime.GOMAXPROCS(0)
+	assert.Equal(t, 4*time.Millisecond, sharedIdle(1), "one member keeps the library default")
+	// 120 µs per member per core: 1000·cores members give 120 ms.
+	assert.Equal(t, 120*time.Millisecond, sharedIdle(1000*cores))
+	assert.Greater(t, sharedIdle(2000*cores), sharedIdle(1000*cores))
 }
 
 func TestRunLiveBadInput(t *testing.T) {
