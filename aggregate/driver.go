@@ -80,7 +80,6 @@ type driver struct {
 	buf      []byte
 	timer    *time.Timer
 	origin   time.Time
-	lastTick time.Time // the last tick that ran in full
 }
 
 const (
@@ -490,19 +489,8 @@ func (d *driver) tick() {
 	if !d.active() {
 		return
 	}
-	now := time.Now()
-	// Messages are waiting: this member is busy, not idle, and silence
-	// cannot be judged while what the neighbours sent sits unread. (With
-	// hundreds of members on two cores, ticks that ignored the backlog
-	// injected messages and declared neighbours dead, and the load fed
-	// itself: 52,000 messages per member at 256 members.) A backlog that
-	// never drains must not silence failure detection for good, so a tick
-	// is put off for at most a quarter of Suspect.
-	if len(d.n.ep.Messages()) > 0 && now.Sub(d.lastTick) < d.r.Suspect/4 {
-		return
-	}
-	d.lastTick = now
 	o := d.cur
+	now := time.Now()
 	// Failure detection. A neighbour silent for a quarter of Suspect is
 	// probed, again every sixteenth, so about twelve probes go out before
 	// it is declared dead: with 20 % loss each way a round trip fails with
