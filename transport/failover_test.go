@@ -175,4 +175,13 @@ func TestOperationAfterServerRestart(t *testing.T) {
 	}
 	r2 := average()
 	assert.Equal(t, r1[0].Epoch+1, r2[0].Epoch, "the next epoch")
+	// Close while the restarted server is up: the cleanups would shut it
+	// down first (last registered, first run), and a transport closing
+	// against a server that is going away has nothing to report.
+	for i, nd := range members {
+		require.NoError(t, nd.Close(), "member %d", i)
+	}
+	for _, c := range conns {
+		require.NoError(t, c.Close())
+	}
 }

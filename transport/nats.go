@@ -336,9 +336,11 @@ func (t *NATS) Close() error {
 	t.once.Do(func() {
 		errs := []error{t.hub.closeAll()}
 		// Disconnected, there is nothing to wait for: what is buffered for
-		// the reconnection is lost, as gossip tolerates.
+		// the reconnection is lost, as gossip tolerates. A server that goes
+		// away during the flush is the same case (not an error of Close).
 		if t.nc.IsConnected() {
-			if err := t.flush(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+			err := t.flush(context.Background())
+			if err != nil && !errors.Is(err, ErrClosed) && t.nc.IsConnected() {
 				errs = append(errs, fmt.Errorf("transport: flush on close: %w", err))
 			}
 		}
