@@ -155,23 +155,32 @@ func TestFaultFreeRunsAreIdentical(t *testing.T) {
 func TestExcludeGivesSurvivorsAggregate(t *testing.T) {
 	for name, build := range flowAlgos {
 		t.Run(name, func(t *testing.T) {
-			inputs := gossiptest.Inputs(8, 1, 3)
-			ms, err := gossiptest.Build(gossiptest.Complete(8), inputs, gossip.Average, 3, build)
-			require.NoError(t, err)
-			net := gossiptest.NewNet(ms, 4)
-			net.Start()
-			for range 2000 {
-				_, err := net.DeliverOne()
-				require.NoError(t, err)
-			}
-			killAndExclude(net, 5)
-			exact := average(t, append(append([][]float64{}, inputs[:5]...), inputs[6:]...))
-			// 1e-12: the flows' rounding floor is far below.
-			require.NoError(t, net.RunUntil(300000, func() bool { return net.MaxError(exact) <= 1e-12 }))
-			_, err = ms[0].Step(gossip.Message{From: 5, To: 0, Kind: ms[0].(*pushflow.Machine).Kind(), Payload: make([]float64, len(ms[0].(*pushflow.Machine).Input()))}, nil)
+			ms := runExcludingNode5(t, build, 300000)
+			_, err := ms[0].Step(gossip.Message{From: 5, To: 0, Kind: ms[0].(*pushflow.Machine).Kind(), Payload: make([]float64, len(ms[0].(*pushflow.Machine).Input()))}, nil)
 			assert.ErrorIs(t, err, gossip.ErrUnknownPeer)
 		})
 	}
+}
+
+// runExcludingNode5 runs 8 nodes of build on the complete graph for 2000
+// deliveries, kills node 5 and has its neighbours exclude it, and requires
+// every survivor to reach the survivors' average within limit deliveries.
+func runExcludingNode5(t *testing.T, build func(gossip.Config) (gossip.Machine, error), limit int) []gossip.Machine {
+	t.Helper()
+	inputs := gossiptest.Inputs(8, 1, 3)
+	ms, err := gossiptest.Build(gossiptest.Complete(8), inputs, gossip.Average, 3, build)
+	require.NoError(t, err)
+	net := gossiptest.NewNet(ms, 4)
+	net.Start()
+	for range 2000 {
+		_, err := net.DeliverOne()
+		require.NoError(t, err)
+	}
+	killAndExclude(net, 5)
+	exact := average(t, append(append([][]float64{}, inputs[:5]...), inputs[6:]...))
+	// 1e-12: the flows' rounding floor is far below.
+	require.NoError(t, net.RunUntil(limit, func() bool { return net.MaxError(exact) <= 1e-12 }))
+	return ms
 }
 
 func TestCrashDetectedInSimulator(t *testing.T) {

@@ -163,18 +163,5 @@ func TestFixedPCFConvergesInRandomOrder(t *testing.T) {
 }
 
 func TestPCFExcludeGivesSurvivorsAggregate(t *testing.T) {
-	inputs := gossiptest.Inputs(8, 1, 3)
-	ms, err := gossiptest.Build(gossiptest.Complete(8), inputs, gossip.Average, 3,
-		func(c gossip.Config) (gossip.Machine, error) { return pushflow.NewPCF(c) })
-	require.NoError(t, err)
-	net := gossiptest.NewNet(ms, 4)
-	net.Start()
-	for range 2000 {
-		_, err := net.DeliverOne()
-		require.NoError(t, err)
-	}
-	killAndExclude(net, 5)
-	exact := average(t, append(append([][]float64{}, inputs[:5]...), inputs[6:]...))
-	// Same floor as above.
-	require.NoError(t, net.RunUntil(400000, func() bool { return net.MaxError(exact) <= 1e-12 }))
+	runExcludingNode5(t, func(c gossip.Config) (gossip.Machine, error) { return pushflow.NewPCF(c) }, 400000)
 }

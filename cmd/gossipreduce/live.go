@@ -51,10 +51,10 @@ type liveOutcome struct {
 	seconds float64
 	flips   int
 	// excluded sums the neighbours the members declared dead or absent
-	// (false deaths show here); net is what the transport counted during
-	// the operation (Overflow: messages dropped at full receive buffers).
+	// (false deaths show here); overflow the messages the transport dropped
+	// at full receive buffers during the operation.
 	excluded int
-	net      transport.Stats
+	overflow uint64
 }
 
 // crashInjector closes its member once it has sent after messages.
@@ -158,7 +158,7 @@ func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config
 	opCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	net0 := tr.Stats()
+	overflow0 := tr.Stats().Overflow
 	var wg sync.WaitGroup
 	for i, nd := range nodes {
 		wg.Add(1)
@@ -169,7 +169,7 @@ func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config
 	}
 	wg.Wait()
 	out.seconds = time.Since(start).Seconds()
-	out.net = netSince(tr.Stats(), net0)
+	out.overflow = tr.Stats().Overflow - overflow0
 	for _, nd := range nodes {
 		out.excluded += nd.Stats().Excluded
 		nd.Close()
@@ -261,18 +261,4 @@ func median(xs []float64) float64 {
 		return xs[m]
 	}
 	return (xs[m-1] + xs[m]) / 2
-}
-
-// netSince is what a transport counted between the snapshots before and now.
-func netSince(now, before transport.Stats) transport.Stats {
-	return transport.Stats{
-		Sent:      now.Sent - before.Sent,
-		Received:  now.Received - before.Received,
-		Lost:      now.Lost - before.Lost,
-		Crashed:   now.Crashed - before.Crashed,
-		Malformed: now.Malformed - before.Malformed,
-		Foreign:   now.Foreign - before.Foreign,
-		Forged:    now.Forged - before.Forged,
-		Overflow:  now.Overflow - before.Overflow,
-	}
 }

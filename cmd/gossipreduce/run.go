@@ -171,7 +171,7 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 		o.Live = *nodes - len(f.crash)
 		o.Flips += res.flips
 		o.Excluded += res.excluded
-		o.Overflow += res.net.Overflow
+		o.Overflow += res.overflow
 		secs = append(secs, res.seconds)
 		o.SecondsMax = max(o.SecondsMax, res.seconds)
 		if *runs > 1 {
