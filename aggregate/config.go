@@ -1,7 +1,6 @@
 package aggregate
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -11,23 +10,27 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/member"
 	"github.com/gossipreduce/gossipreduce/topology"
 )
 
-// Errors of the runtime. Returned errors wrap them; test with errors.Is.
+// Errors of the runtime, those of the member protocol (package member)
+// under the names this package has always had. Returned errors wrap them;
+// test with errors.Is.
 var (
 	// ErrNotConverged reports an operation whose context ended before the
 	// group agreed on a result. The Result then holds this node's best
 	// estimate, which the other nodes do not share.
-	ErrNotConverged = errors.New("aggregate: not converged")
+	ErrNotConverged = member.ErrNotConverged
 	// ErrExcluded reports that the rest of the group declared this node
-	// dead (it was silent for too long) and continued without it.
-	ErrExcluded = errors.New("aggregate: excluded by the group")
+	// dead (it was silent for too long, or cut off) and continued without
+	// it. A member never returns a result that does not cover its input.
+	ErrExcluded = member.ErrExcluded
 	// ErrClosed reports an operation on a closed Node.
-	ErrClosed = errors.New("aggregate: node closed")
+	ErrClosed = member.ErrClosed
 	// ErrGroupMismatch reports that members of the group disagree on the
 	// operation: a vector of another length, or another configuration.
-	ErrGroupMismatch = errors.New("aggregate: group members disagree")
+	ErrGroupMismatch = member.ErrGroupMismatch
 )
 
 // Config describes one member of a group. Every member must use the same
@@ -90,12 +93,10 @@ type Config struct {
 // resolved is a validated Config with its derived values.
 type resolved struct {
 	Config
-	graph topology.Graph
-	spec  algo.Spec
-	diam  int
-	theta float64
-	need  int
-	hash  uint64
+	graph  topology.Graph
+	spec   algo.Spec
+	member member.Config
+	hash   uint64
 }
 
 // Validate reports the first problem that would make Join fail: a missing
@@ -148,20 +149,14 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, fmt.Errorf("aggregate: %w", err)
 	}
 	r := &resolved{Config: c, graph: g, spec: spec}
+	r.member = member.Config{ID: c.ID, Graph: g, Algorithm: spec, Epsilon: c.Epsilon, Tau: c.Tau,
+		Idle: c.Idle, Suspect: c.Suspect, Seed: c.Seed, Injector: c.Injector, Logger: c.Logger}
 	if !spec.Finite {
 		d, err := topology.Diameter(g)
 		if err != nil {
 			return nil, fmt.Errorf("aggregate: gossip needs a strongly connected overlay: %w", err)
 		}
-		r.diam = d
-		// Neighbours that agree within θ can still be D·θ apart across the
-		// group; the root's estimate lies within the spread of all
-		// estimates (α is a convex combination of them), so θ = ε/(2(D+1))
-		// leaves a factor two of margin.
-		r.theta = c.Epsilon / float64(2*(d+1))
-		// Agreement must hold across several messages, from several
-		// neighbours: up to 8, fewer on sparse overlays.
-		r.need = max(3, min(g.Degree(c.ID), 8))
+		r.member.Diameter = d
 	}
 	r.hash = configHash(r)
 	return r, nil
@@ -180,28 +175,7 @@ func configHash(r *resolved) uint64 {
 	return h.Sum64()
 }
 
-// Result is the outcome of one operation. Every live member of the group
-// gets the bitwise same Value, Live and Epoch.
-type Result struct {
-	// Value is the aggregate, one entry per input component.
-	Value []float64
-	// Extremes are the element-wise maxima of the members' Extremes.
-	Extremes []float64
-	// Absent are the members the result does not cover: declared dead
-	// during the operation, or known to be away when it started.
-	Absent []gossip.NodeID
-	// Epoch numbers the group's operations: the first is 1.
-	Epoch uint64
-	// Live is the number of members whose inputs the result covers: the
-	// group size minus the members declared dead during the operation.
-	Live int
-	// Root is the member whose estimate became the result.
-	Root gossip.NodeID
-	// Messages is the number of messages this member sent in the
-	// operation (gossip, broadcast and answers to late members).
-	Messages int
-	// Elapsed is the time from the start of the operation to the result.
-	Elapsed time.Duration
-	// At is when this member got the result, so that a stale one shows.
-	At time.Time
-}
+// Result is the outcome of one operation (see member.Result): every member
+// that gets one with a nil error gets the bitwise same Value, Extremes,
+// Live, Absent and Epoch, and the result covers that member's input.
+type Result = member.Result

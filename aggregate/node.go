@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/member"
 	"github.com/gossipreduce/gossipreduce/transport"
 )
 
@@ -33,20 +33,8 @@ type Node struct {
 	stats Stats
 }
 
-// Stats counts what a Node did over its life.
-type Stats struct {
-	Operations int // operations started
-	Results    int // operations that ended with a result
-	Sent       int // messages sent
-	Received   int // messages received
-	// Rejected counts messages a machine refused (foreign epoch or kind,
-	// malformed payload or certificate) and Buffered the messages of a
-	// later operation kept until it starts; Overflow those dropped because
-	// the buffer for later operations was full.
-	Rejected, Buffered, Overflow int
-	// Excluded counts neighbours this node declared dead or found absent.
-	Excluded int
-}
+// Stats counts what a Node did over its life (see member.Stats).
+type Stats = member.Stats
 
 // Request is one operation: what this member contributes.
 type Request struct {
@@ -98,12 +86,14 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 		r: r, ep: ep, log: log.With("group", cfg.Group, "node", cfg.ID), autoJoin: auto,
 		reqs: make(chan *request), quit: make(chan struct{}), exited: make(chan struct{}),
 	}
-	d, err := newDriver(n)
+	mm, err := member.New(r.member)
 	if err != nil {
 		ep.Close()
-		return nil, err
+		return nil, fmt.Errorf("aggregate: %w", err)
 	}
-	d.announce(tagHello)
+	d := newDriver(n, mm)
+	d.m.Announce()
+	d.flush()
 	go d.loop()
 	return n, nil
 }
@@ -180,9 +170,9 @@ func (n *Node) Stats() Stats {
 	return n.stats
 }
 
-func (n *Node) count(f func(*Stats)) {
+func (n *Node) setStats(s Stats) {
 	n.mu.Lock()
-	f(&n.stats)
+	n.stats = s
 	n.mu.Unlock()
 }
 
@@ -205,37 +195,5 @@ func (n *Node) ID() gossip.NodeID { return n.r.ID }
 
 // ConfigHash returns the hash of the settings all members must share.
 func (n *Node) ConfigHash() uint64 { return n.r.hash }
-
-// resultPayload lays a result out for the broadcast and for late members:
-// values (k), extremes (m), the number of live members, then the dead set
-// as 64-bit words.
-func resultPayload(values, ext []float64, live int, dead bitset) []float64 {
-	p := make([]float64, 0, len(values)+len(ext)+1+len(dead))
-	p = append(p, values...)
-	p = append(p, ext...)
-	p = append(p, float64(live))
-	for _, w := range dead {
-		p = append(p, math.Float64frombits(w))
-	}
-	return p
-}
-
-// parseResult splits a result payload; ok is false for one of another
-// shape.
-func parseResult(p []float64, k, m, n int) (values, ext []float64, live int, dead bitset, ok bool) {
-	words := (n + 63) / 64
-	if len(p) != k+m+1+words {
-		return nil, nil, 0, nil, false
-	}
-	l := p[k+m]
-	if !(l >= 1 && l <= float64(n)) || l != math.Trunc(l) {
-		return nil, nil, 0, nil, false
-	}
-	dead = make(bitset, words)
-	for i := range dead {
-		dead[i] = math.Float64bits(p[k+m+1+i])
-	}
-	return p[:k], p[k : k+m], int(l), dead, true
-}
 
 var errNotAfter = errors.New("aggregate: epoch not after the last")

@@ -1,4 +1,4 @@
-package aggregate
+package member
 
 import (
 	"encoding/binary"
@@ -184,7 +184,7 @@ func relDiff(a, b []float64) float64 {
 //	8m       the sender's extremes (maxima so far), float64 bits
 const certVersion = 1
 
-var errCert = errors.New("aggregate: malformed certificate")
+var errCert = errors.New("member: malformed certificate")
 
 func (c *certificate) encode(dst []byte, est, ext []float64) []byte {
 	dst = append(dst, certVersion)

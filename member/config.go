@@ -1,0 +1,91 @@
+package member
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/gossipreduce/gossipreduce/algo"
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/topology"
+)
+
+// Config is one member's protocol configuration, already resolved: package
+// aggregate builds it from its user-facing Config (defaults, the overlay,
+// its diameter), the runtime simulator from its flags. Every member of a
+// group must use the same values except ID, Seed, Injector and Logger.
+type Config struct {
+	// ID is this member, 0 ≤ ID < Graph.Len().
+	ID gossip.NodeID
+	// Graph is the overlay; its size is the group size N.
+	Graph topology.Graph
+	// Algorithm is the gossip (or finite) algorithm every operation runs.
+	Algorithm algo.Spec
+	// Diameter is Graph's diameter, needed by gossip algorithms (the
+	// agreement threshold θ = ε/(2(D+1)) follows from it). Ignored for
+	// finite algorithms.
+	Diameter int
+	// Epsilon is the target relative accuracy of the result, in (0, 1).
+	Epsilon float64
+	// Tau is the checksum threshold of pflc and pfcc (0: their default).
+	Tau float64
+	// Idle is how long a member may go without sending before it takes a
+	// gossip step on its own.
+	Idle time.Duration
+	// Suspect is how long a neighbour may stay silent during an operation
+	// before this member declares it dead (it is probed from Suspect/4 on).
+	Suspect time.Duration
+	// Seed seeds the member's random choices (with its ID and the epoch).
+	Seed uint64
+	// Injector, if set, makes the fault injector for each operation.
+	Injector func(epoch uint64) gossip.Injector
+	// Logger receives debug logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// resolved adds what a Config implies.
+type resolved struct {
+	Config
+	n     int
+	theta float64
+	need  int
+}
+
+func (c Config) resolve() (*resolved, error) {
+	switch {
+	case c.Graph == nil:
+		return nil, fmt.Errorf("member: %w: no overlay", gossip.ErrInvalidConfig)
+	case c.Algorithm.New == nil:
+		return nil, fmt.Errorf("member: %w: no algorithm", gossip.ErrInvalidConfig)
+	case int64(c.ID) >= int64(c.Graph.Len()):
+		return nil, fmt.Errorf("member: %w: id %d out of range [0, %d)", gossip.ErrInvalidConfig, c.ID, c.Graph.Len())
+	case !(c.Epsilon > 0 && c.Epsilon < 1):
+		return nil, fmt.Errorf("member: %w: epsilon %v must be in (0, 1)", gossip.ErrInvalidConfig, c.Epsilon)
+	case c.Tau < 0 || math.IsNaN(c.Tau) || math.IsInf(c.Tau, 0):
+		return nil, fmt.Errorf("member: %w: tau %v", gossip.ErrInvalidConfig, c.Tau)
+	case c.Idle <= 0 || c.Suspect <= 0:
+		return nil, fmt.Errorf("member: %w: idle %v, suspect %v must be positive", gossip.ErrInvalidConfig, c.Idle, c.Suspect)
+	case c.Diameter < 0:
+		return nil, fmt.Errorf("member: %w: diameter %d", gossip.ErrInvalidConfig, c.Diameter)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &resolved{Config: c, n: c.Graph.Len()}
+	if !c.Algorithm.Finite {
+		// Neighbours that agree within θ can still be D·θ apart across the
+		// group; the root's estimate lies within the spread of all
+		// estimates (α is a convex combination of them), so θ = ε/(2(D+1))
+		// leaves a factor two of margin.
+		r.theta = c.Epsilon / float64(2*(c.Diameter+1))
+		// Agreement must hold across several messages, from several
+		// neighbours: up to 8, fewer on sparse overlays.
+		r.need = max(3, min(c.Graph.Degree(c.ID), 8))
+	}
+	return r, nil
+}
+
+// Quorum is the number of members a result must cover: a strict majority
+// of the group, so that two sides of a partition can never both decide.
+func Quorum(n int) int { return n/2 + 1 }

@@ -1,0 +1,820 @@
+package member
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/gossipreduce/gossipreduce/broadcast"
+	"github.com/gossipreduce/gossipreduce/gossip"
+)
+
+// BroadcastUnit is the LogP time unit of the result broadcast: the
+// broadcast machine's clock is the member's time divided by it.
+const BroadcastUnit = 100 * time.Microsecond
+
+func broadcastSpec(n int) broadcast.Spec {
+	sch, _ := broadcast.ParseScheme("tree:binomial")
+	cor, _ := broadcast.ParseCorrection("checked-overlapped")
+	return broadcast.Spec{Nodes: n, Scheme: sch, Correction: cor, Model: broadcast.LogP{L: 2, O: 1}}
+}
+
+// Tags of KindControl messages. A result carries its root (< 2^32) as Tag.
+// Membership announcements (hello, leave) use epoch 0, which no operation
+// has.
+const (
+	tagAbort    = ^uint64(0)     // the members disagree: stop
+	tagPing     = ^uint64(0) - 1 // are you there?
+	tagPong     = ^uint64(0) - 2 // yes
+	tagExcluded = ^uint64(0) - 3 // you were declared dead: stop
+	tagHello    = ^uint64(0) - 4 // I am a member (again)
+	tagLeave    = ^uint64(0) - 5 // I am leaving
+)
+
+const (
+	// MaxFuture bounds the messages kept for operations not started yet;
+	// more are dropped and counted in Stats.Overflow.
+	MaxFuture = 4096
+	// keepFinished is how many finished operations answer late members.
+	keepFinished = 4
+)
+
+// Op is one operation: what this member contributes.
+type Op struct {
+	// Epoch numbers the operation; zero takes the next after this member's
+	// last operation. It must be larger than the last one.
+	Epoch uint64
+	// Values are averaged element-wise over the live members.
+	Values []float64
+	// Extremes are reduced element-wise to their maximum.
+	Extremes []float64
+	// Sum asks for the sum (the average times the live count) instead of
+	// the average.
+	Sum bool
+}
+
+// Outcome is how an operation ended.
+type Outcome struct {
+	Result Result
+	Err    error
+}
+
+// Stats counts what a member did over its life.
+type Stats struct {
+	Operations int // operations started
+	Results    int // operations that ended with a result
+	Sent       int // messages handed to the driver to send
+	Received   int // messages stepped in
+	// Rejected counts messages refused (foreign epoch or kind, malformed
+	// payload or certificate, a result that fails its checks) and Buffered
+	// the messages of a later operation kept until it starts; Overflow
+	// those dropped because that buffer was full.
+	Rejected, Buffered, Overflow int
+	// Excluded counts neighbours this member declared dead or found absent.
+	Excluded int
+}
+
+// op is one operation: under way, or finished and kept for a while to
+// answer members that are late.
+type op struct {
+	req        Op
+	epoch      uint64
+	m          gossip.Machine
+	cert       *certificate
+	ext        []float64 // the extremes known so far (max-merged)
+	inj        gossip.Injector
+	injRand    *rand.Rand
+	start      time.Duration
+	lastSend   time.Duration
+	heard      map[gossip.NodeID]time.Duration // neighbours: when last heard from
+	ever       map[gossip.NodeID]bool          // neighbours heard from in this operation
+	pinged     map[gossip.NodeID]time.Duration // neighbours: when last probed
+	told       map[gossip.NodeID]time.Duration // members: when last sent a result, abort or exclusion
+	lastHeard  time.Duration                   // when any neighbour was last heard from
+	sent       int
+	bcast      bool // this member started the result broadcast
+	becameRoot time.Duration
+	rootSince  bool
+	done       bool
+	result     []float64 // the result payload (see resultPayload)
+	root       gossip.NodeID
+	abort      error           // the group disagrees: tell the members still gossiping
+	hello      []gossip.NodeID // members that announced themselves during the operation
+	left       []gossip.NodeID // members that left during the operation
+}
+
+// Machine is one member of a group: the runtime protocol around the gossip
+// algorithm — failure detection (probe, suspect, declare), the convergence
+// certificate, the root and its take-over, exclusion and rejoin, the result
+// broadcast and the answers to late members. It is a pure state machine in
+// the manner of etcd-io/raft's RawNode: time enters as the now argument of
+// every call (any monotonic clock, real or simulated), messages to send
+// accumulate in an outbox the caller drains, and an operation's outcome is
+// taken with TakeOutcome. It starts no goroutine and reads no clock, so a
+// simulator and the live runtime drive the same code, and a run is
+// determined by its inputs. Not safe for concurrent use.
+type Machine struct {
+	r        *resolved
+	log      interface{ Debug(string, ...any) }
+	bnode    *broadcast.Node
+	epoch    uint64 // the last operation started
+	ops      int    // operations started
+	cur      *op
+	finished []*op  // the last few finished operations, newest last
+	absent   bitset // members not counted from the start of the next operation
+	future   []gossip.Message
+	est      []float64
+	peer     peerCert
+	out      []gossip.Message
+	scratch  []gossip.Message
+	buf      []byte
+	outcome  *Outcome
+	stats    Stats
+}
+
+// New returns member cfg.ID's machine.
+func New(cfg Config) (*Machine, error) {
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	plan, err := broadcast.NewPlan(broadcastSpec(r.n))
+	if err != nil {
+		return nil, fmt.Errorf("member: result broadcast: %w", err)
+	}
+	bn, err := broadcast.NewNode(plan, broadcast.NodeConfig{ID: r.ID, Clock: broadcast.ClockFromMessages, OncePerEpoch: true, Window: keepFinished})
+	if err != nil {
+		return nil, fmt.Errorf("member: result broadcast: %w", err)
+	}
+	return &Machine{r: r, log: r.Logger.With("node", r.ID), bnode: bn, absent: newBitset(r.n)}, nil
+}
+
+// ID returns the member's id.
+func (m *Machine) ID() gossip.NodeID { return m.r.ID }
+
+// Active reports whether an operation is under way.
+func (m *Machine) Active() bool { return m.cur != nil && !m.cur.done }
+
+// Epoch returns the epoch of the last operation started.
+func (m *Machine) Epoch() uint64 { return m.epoch }
+
+// Stats returns the member's counts so far.
+func (m *Machine) Stats() Stats { return m.stats }
+
+// Outbox returns the messages to send, in order, and empties the outbox.
+// The messages (payloads and attachments included) belong to the caller.
+func (m *Machine) Outbox() []gossip.Message {
+	out := m.out
+	m.out = nil
+	return out
+}
+
+// TakeOutcome returns the outcome of the operation that has just ended, once.
+func (m *Machine) TakeOutcome() (Outcome, bool) {
+	if m.outcome == nil {
+		return Outcome{}, false
+	}
+	o := *m.outcome
+	m.outcome = nil
+	return o, true
+}
+
+// Pending returns the lowest epoch after the last one started for which a
+// message is waiting, so that an idle member can join an operation another
+// member started; ok is false when none is.
+func (m *Machine) Pending() (epoch uint64, ok bool) {
+	for _, msg := range m.future {
+		if msg.Epoch > m.epoch && (!ok || msg.Epoch < epoch) {
+			epoch, ok = msg.Epoch, true
+		}
+	}
+	return epoch, ok
+}
+
+// Wake returns the time at which the machine next wants to be called (its
+// result broadcast's next send) even if nothing arrives; ok is false when
+// only the regular tick is needed.
+func (m *Machine) Wake() (at time.Duration, ok bool) {
+	w := m.bnode.Wake()
+	if w == broadcast.Never {
+		return 0, false
+	}
+	return time.Duration(w) * BroadcastUnit, true
+}
+
+// Announce tells every other member that this one is here (hello: it
+// joined, or came back) — best effort, in the outbox.
+func (m *Machine) Announce() { m.announce(tagHello) }
+
+// Leave ends any operation under way with ErrClosed and tells every other
+// member this one leaves, so they stop counting it from their next
+// operation without waiting for it to fall silent.
+func (m *Machine) Leave(now time.Duration) {
+	if m.Active() {
+		m.finish(now, Result{}, ErrClosed)
+	}
+	m.announce(tagLeave)
+}
+
+// Fail ends the operation under way, if any, with err (the driver lost its
+// endpoint, say).
+func (m *Machine) Fail(now time.Duration, err error) {
+	if m.Active() {
+		m.finish(now, Result{}, err)
+	}
+}
+
+// GiveUp ends the operation under way with ErrNotConverged (wrapping
+// cause) and this member's own estimate.
+func (m *Machine) GiveUp(now time.Duration, cause error) {
+	if !m.Active() {
+		return
+	}
+	o := m.cur
+	state := ""
+	if c := o.cert; c != nil {
+		state = fmt.Sprintf(", %d of %d members certified stable in generation %d, %d known dead, root %d", c.stable.count(), c.n, c.gen, c.dead.count(), c.root())
+	}
+	err := fmt.Errorf("%w after %v (epoch %d%s): %w", ErrNotConverged, (now - o.start).Round(time.Millisecond), o.epoch, state, cause)
+	m.finish(now, m.best(), err)
+}
+
+func (m *Machine) announce(tag uint64) {
+	for j := range m.r.n {
+		if j != int(m.r.ID) {
+			m.send(gossip.Message{From: m.r.ID, To: gossip.NodeID(j), Kind: gossip.KindControl, Tag: tag})
+		}
+	}
+}
+
+func (m *Machine) send(msg gossip.Message) {
+	m.out = append(m.out, msg)
+	m.stats.Sent++
+}
+
+// Begin starts an operation; its outcome comes from TakeOutcome. An epoch
+// not after the last one ends at once with an error wrapping
+// gossip.ErrInvalidConfig. Begin fails, changing nothing, while another
+// operation is under way.
+func (m *Machine) Begin(now time.Duration, req Op) error {
+	if m.Active() {
+		return fmt.Errorf("member: %w: operation %d is under way", gossip.ErrInvalidConfig, m.cur.epoch)
+	}
+	if m.cur != nil {
+		m.finished = append(m.finished, m.cur)
+		if len(m.finished) > keepFinished {
+			m.finished = m.finished[1:]
+		}
+	}
+	epoch := req.Epoch
+	if epoch == 0 {
+		epoch = m.epoch + 1
+	}
+	if epoch <= m.epoch {
+		m.cur = &op{req: req, epoch: epoch, done: true}
+		m.outcome = &Outcome{Result: Result{Epoch: epoch}, Err: fmt.Errorf("member: %w: epoch %d is not after this member's last, %d", gossip.ErrInvalidConfig, epoch, m.epoch)}
+		return nil
+	}
+	m.epoch = epoch
+	m.ops++
+	m.stats.Operations++
+	r := m.r
+	gm, err := r.Algorithm.New(gossip.Config{
+		ID: r.ID, Overlay: r.Graph, Value: req.Values, Mode: gossip.Average, Epoch: epoch,
+		Rand: rand.NewPCG(r.Seed^epoch*0x9e3779b97f4a7c15, uint64(r.ID)), Tau: r.Tau,
+		// A push unacknowledged for about four rounds of the neighbour's
+		// sends is most likely lost: send the flow again, so that its mass,
+		// which holds up settled, arrives.
+		Resend: 4*r.Graph.Degree(r.ID) + 8,
+	})
+	o := &op{req: req, epoch: epoch, m: gm, start: now, lastSend: now,
+		ext:   slices.Clone(req.Extremes),
+		heard: map[gossip.NodeID]time.Duration{}, ever: map[gossip.NodeID]bool{},
+		pinged: map[gossip.NodeID]time.Duration{}, told: map[gossip.NodeID]time.Duration{}}
+	m.cur = o
+	if err != nil {
+		m.finish(now, Result{}, fmt.Errorf("member: %w", err))
+		return nil
+	}
+	if !r.Algorithm.Finite {
+		o.cert = newCertificate(r.n, int(r.ID), r.need, r.theta)
+		for k := range r.Graph.Degree(r.ID) {
+			o.heard[r.Graph.Neighbor(r.ID, k)] = now
+		}
+		// Members known to be away are not waited for.
+		for j := range r.n {
+			if m.absent.has(j) && j != int(r.ID) {
+				o.cert.markDead(j)
+				m.excluded(gossip.NodeID(j))
+			}
+		}
+	}
+	if r.Injector != nil {
+		o.inj = r.Injector(epoch)
+		o.injRand = rand.New(rand.NewPCG(r.Seed^0x1ec7, epoch<<32|uint64(r.ID)))
+		o.inj.InjectState(m.point(now, o), gm)
+	}
+	m.emit(now, gm.Tick(m.scratch[:0]))
+	// Messages that arrived before this operation started.
+	pending := m.future
+	m.future = nil
+	for _, msg := range pending {
+		m.step(now, msg)
+	}
+	m.checkDone(now)
+	m.pollBroadcast(now)
+	return nil
+}
+
+func (m *Machine) point(now time.Duration, o *op) gossip.InjectPoint {
+	return gossip.InjectPoint{Node: m.r.ID, Time: (now - o.start).Seconds(), Sent: o.sent, MaxSent: o.sent, Rand: o.injRand}
+}
+
+// emit queues machine output, with this member's certificate attached.
+func (m *Machine) emit(now time.Duration, out []gossip.Message) {
+	o := m.cur
+	if len(out) == 0 {
+		return
+	}
+	var attach []byte
+	if o.cert != nil {
+		m.est = o.m.Estimate(m.est[:0])
+		m.buf = o.cert.encode(m.buf[:0], m.est, o.ext)
+		attach = slices.Clone(m.buf)
+	}
+	for i := range out {
+		msg := out[i]
+		if o.inj != nil {
+			o.inj.InjectMessage(m.point(now, o), &msg)
+		}
+		msg.Attach = attach
+		o.sent++
+		m.send(msg)
+	}
+	o.lastSend = now
+	m.scratch = out[:0]
+}
+
+// control queues a control message of operation o, counting it.
+func (m *Machine) control(o *op, to gossip.NodeID, tag uint64, payload []float64) {
+	o.sent++
+	m.send(gossip.Message{From: m.r.ID, To: to, Kind: gossip.KindControl, Epoch: o.epoch, Tag: tag, Payload: payload})
+}
+
+// opFor returns the operation of an epoch: the current one or a recently
+// finished one; nil if it is long gone.
+func (m *Machine) opFor(epoch uint64) *op {
+	if m.cur != nil && m.cur.epoch == epoch {
+		return m.cur
+	}
+	for _, o := range m.finished {
+		if o.epoch == epoch {
+			return o
+		}
+	}
+	return nil
+}
+
+// Step takes in one message addressed to this member.
+func (m *Machine) Step(now time.Duration, msg gossip.Message) {
+	m.step(now, msg)
+	m.pollBroadcast(now)
+}
+
+func (m *Machine) step(now time.Duration, msg gossip.Message) {
+	m.stats.Received++
+	if int64(msg.From) >= int64(m.r.n) || msg.From == m.r.ID || msg.To != m.r.ID {
+		m.reject("address", msg, gossip.ErrForeignMessage)
+		return
+	}
+	if msg.Kind == gossip.KindControl && msg.Epoch == 0 {
+		m.membership(msg)
+		return
+	}
+	if m.cur == nil || msg.Epoch > m.epoch {
+		if msg.Kind == gossip.KindControl && msg.Tag == tagPing {
+			// Not started yet, but alive: say so, or the caller would
+			// declare this member dead for being late.
+			m.send(gossip.Message{From: m.r.ID, To: msg.From, Kind: gossip.KindControl, Epoch: msg.Epoch, Tag: tagPong})
+			return
+		}
+		if len(m.future) >= MaxFuture {
+			m.stats.Overflow++
+			return
+		}
+		m.future = append(m.future, msg)
+		m.stats.Buffered++
+		return
+	}
+	if msg.Kind == gossip.KindBroadcast {
+		if err := m.bnode.Step(m.bnow(now), msg); err != nil {
+			m.reject("broadcast", msg, err)
+		}
+		m.collect(now)
+		return
+	}
+	o := m.opFor(msg.Epoch)
+	if o == nil {
+		return // long finished; its result went out then
+	}
+	if _, nb := o.heard[msg.From]; nb && !o.done {
+		o.heard[msg.From] = now
+		o.lastHeard = now
+		o.ever[msg.From] = true
+	}
+	if msg.Kind == gossip.KindControl {
+		m.onControl(now, o, msg)
+		return
+	}
+	if o.done {
+		m.answerLate(now, o, msg.From)
+		return
+	}
+	if o.cert != nil {
+		if o.cert.dead.has(int(msg.From)) {
+			// It was declared dead (or absent) but is alive: it misses this
+			// operation and is counted again from the next.
+			m.absent.clear1(int(msg.From))
+			m.tell(now, o, msg.From, tagExcluded, nil)
+			return
+		}
+		if err := decodeCert(msg.Attach, m.r.n, len(o.req.Values), len(o.ext), &m.peer); err != nil {
+			if errors.Is(err, gossip.ErrLength) {
+				m.mismatch(now, fmt.Errorf("%w: node %d sent vectors of other lengths: %w", ErrGroupMismatch, msg.From, err))
+				return
+			}
+			m.reject("certificate", msg, err)
+			return
+		}
+		for _, j := range o.cert.merge(m.peer.gen, m.peer.stable, m.peer.dead) {
+			m.excluded(gossip.NodeID(j))
+		}
+		if o.cert.dead.has(int(m.r.ID)) {
+			m.excludedSelf(now, o, msg.From)
+			return
+		}
+		mergeMax(o.ext, m.peer.ext)
+	}
+	out, err := o.m.Step(msg, m.scratch[:0])
+	if err != nil {
+		if errors.Is(err, gossip.ErrLength) {
+			m.mismatch(now, fmt.Errorf("%w: node %d: %w", ErrGroupMismatch, msg.From, err))
+			return
+		}
+		m.reject("machine", msg, err)
+	}
+	if o.inj != nil {
+		o.inj.InjectState(m.point(now, o), o.m)
+	}
+	if o.cert != nil && err == nil {
+		m.est = o.m.Estimate(m.est[:0])
+		if settled(o.m, o.cert.theta) {
+			o.cert.observe(m.est, m.peer.est, o.ext, m.peer.ext)
+		} else {
+			// Mass this member sent earlier, at a ratio its estimate has
+			// since left, has not been acknowledged: the estimates can agree
+			// and still miss it.
+			o.cert.unsettle()
+		}
+	}
+	m.emit(now, out)
+	m.checkDone(now)
+}
+
+func (m *Machine) bnow(now time.Duration) int64 { return int64(now / BroadcastUnit) }
+
+// settled reports whether the machine has nothing in transit that could
+// still change the aggregate (see gossip.Settler); machines that cannot tell
+// count as settled.
+func settled(m gossip.Machine, tol float64) bool {
+	s, ok := m.(gossip.Settler)
+	return !ok || s.Settled(tol)
+}
+
+// membership handles hello and leave announcements.
+func (m *Machine) membership(msg gossip.Message) {
+	j := int(msg.From)
+	o := m.cur
+	switch msg.Tag {
+	case tagHello:
+		m.absent.clear1(j)
+		if m.Active() {
+			o.hello = append(o.hello, msg.From)
+		}
+	case tagLeave:
+		m.absent.set(j)
+		if m.Active() {
+			o.left = append(o.left, msg.From)
+			if o.cert != nil && o.cert.markDead(j) {
+				m.excluded(msg.From)
+			}
+		}
+	default:
+		m.reject("membership", msg, gossip.ErrForeignMessage)
+	}
+}
+
+func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
+	switch msg.Tag {
+	case tagAbort:
+		if !o.done {
+			m.mismatch(now, fmt.Errorf("%w: node %d found that the members' vectors differ in length", ErrGroupMismatch, msg.From))
+		}
+	case tagExcluded:
+		if !o.done {
+			m.excludedSelf(now, o, msg.From)
+		}
+	case tagPing:
+		switch {
+		case o.done:
+			m.answerLate(now, o, msg.From)
+		case o.cert != nil && o.cert.dead.has(int(msg.From)):
+			m.absent.clear1(int(msg.From))
+			m.tell(now, o, msg.From, tagExcluded, nil)
+		default:
+			m.control(o, msg.From, tagPong, nil)
+		}
+	case tagPong:
+		// Proof of life; heard was updated above.
+	default:
+		if msg.Tag >= uint64(m.r.n) {
+			m.reject("control", msg, gossip.ErrForeignMessage)
+			return
+		}
+		if !o.done {
+			m.deliver(now, msg.Payload, gossip.NodeID(msg.Tag))
+		}
+	}
+}
+
+// excludedSelf ends the operation because the group declared this member
+// dead; it announces itself again so that it is counted from the next
+// operation on.
+func (m *Machine) excludedSelf(now time.Duration, o *op, by gossip.NodeID) {
+	m.finish(now, m.best(), fmt.Errorf("%w (told by node %d, epoch %d)", ErrExcluded, by, o.epoch))
+	m.announce(tagHello)
+}
+
+func (m *Machine) reject(what string, msg gossip.Message, err error) {
+	m.stats.Rejected++
+	m.log.Debug("message rejected", "what", what, "from", msg.From, "kind", msg.Kind, "err", err)
+}
+
+// excluded applies a death learned from the group or detected here: a dead
+// neighbour's share is removed from this member's state, which changes its
+// estimate, so its certificate is withdrawn.
+func (m *Machine) excluded(j gossip.NodeID) {
+	o := m.cur
+	if _, nb := o.heard[j]; !nb {
+		return
+	}
+	o.m.Exclude(j)
+	delete(o.heard, j)
+	o.cert.unsettle()
+	m.stats.Excluded++
+	m.log.Debug("excluded", "peer", j)
+}
+
+// Tick is the passage of time: failure detection, the idle step that keeps
+// the exchange going after lost messages, the root's decision and the
+// result broadcast's timers. Drivers call it regularly (every millisecond
+// or so) and at the time Wake names.
+func (m *Machine) Tick(now time.Duration) {
+	if m.Active() {
+		m.tickOp(now)
+	}
+	m.pollBroadcast(now)
+}
+
+func (m *Machine) tickOp(now time.Duration) {
+	o := m.cur
+	// Failure detection. A neighbour silent for a quarter of Suspect is
+	// probed, again every sixteenth, so about twelve probes go out before
+	// it is declared dead: with 20 % loss each way a round trip fails with
+	// probability 0.36, and twelve in a row with 5e-6. One silent for
+	// Suspect despite the probes is declared dead. In this member's first
+	// operation, a neighbour never heard from (the group may still be
+	// starting) gets four times as long.
+	if o.cert != nil {
+		for _, j := range sortedKeys(o.heard) {
+			t := o.heard[j]
+			limit := m.r.Suspect
+			if !o.ever[j] && m.ops == 1 {
+				limit *= 4
+			}
+			quiet := now - t
+			switch {
+			case quiet > limit:
+				if o.cert.markDead(int(j)) {
+					m.excluded(j)
+				}
+			case quiet > limit/4 && now-o.pinged[j] > m.r.Suspect/16:
+				o.pinged[j] = now
+				m.control(o, j, tagPing, nil)
+			}
+		}
+	}
+	// Keep the exchange going after lost messages: a member that sent
+	// nothing for Idle takes a gossip step on its own, as long as somebody
+	// answers (sending into silence only moves mass away; the probes above
+	// find members that start late).
+	if now-o.lastSend >= m.r.Idle && now-o.lastHeard < m.r.Suspect {
+		m.emit(now, o.m.Tick(m.scratch[:0]))
+		if o.inj != nil {
+			o.inj.InjectState(m.point(now, o), o.m)
+		}
+	}
+	m.checkDone(now)
+}
+
+// sortedKeys returns the keys of a neighbour map in increasing order, so
+// that what a tick sends does not depend on map iteration order.
+func sortedKeys[V any](mp map[gossip.NodeID]V) []gossip.NodeID {
+	keys := make([]gossip.NodeID, 0, len(mp))
+	for k := range mp {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// checkDone finishes a finite algorithm, or lets the root broadcast once
+// the group's certificate is complete.
+func (m *Machine) checkDone(now time.Duration) {
+	if !m.Active() {
+		return
+	}
+	o := m.cur
+	if m.r.n == 1 {
+		// A group of one has its answer at once (no message will ever come
+		// to certify it).
+		m.est = o.m.Estimate(m.est[:0])
+		m.deliver(now, resultPayload(m.est, o.ext, 1, newBitset(1)), m.r.ID)
+		return
+	}
+	if m.r.Algorithm.Finite {
+		if f, ok := o.m.(gossip.Finisher); ok && f.Done() {
+			m.est = o.m.Estimate(m.est[:0])
+			m.deliver(now, resultPayload(m.est, nil, m.r.n, newBitset(m.r.n)), m.r.ID)
+		}
+		return
+	}
+	// A side without a majority of the group never decides: it cannot tell
+	// the others' silence from a partition, and the other side may decide.
+	if o.bcast || !o.cert.complete() || o.cert.root() != int(m.r.ID) || o.cert.live() < Quorum(m.r.n) {
+		return
+	}
+	// A member that became root because the previous one died waits a
+	// little for a result the dead root may have started to spread.
+	if o.cert.root() != 0 {
+		if !o.rootSince {
+			o.rootSince, o.becameRoot = true, now
+		}
+		if now-o.becameRoot < m.r.Suspect/2 {
+			return
+		}
+	}
+	m.est = o.m.Estimate(m.est[:0])
+	value := resultPayload(m.est, o.ext, o.cert.live(), o.cert.dead)
+	if err := m.bnode.Broadcast(m.bnow(now), o.epoch, value); err != nil {
+		m.log.Debug("result broadcast failed to start", "err", err)
+		return
+	}
+	o.bcast = true
+	m.collect(now)
+}
+
+// pollBroadcast queues what the result broadcast wants to send now.
+func (m *Machine) pollBroadcast(now time.Duration) {
+	for {
+		m.scratch = m.bnode.Poll(m.bnow(now), m.scratch[:0])
+		if len(m.scratch) == 0 {
+			break
+		}
+		for _, msg := range m.scratch {
+			if o := m.opFor(msg.Epoch); o != nil {
+				o.sent++
+			}
+			m.send(msg)
+		}
+	}
+	m.collect(now)
+}
+
+// collect takes the broadcast's deliveries.
+func (m *Machine) collect(now time.Duration) {
+	for _, dv := range m.bnode.Deliveries(nil) {
+		if m.Active() && dv.Epoch == m.cur.epoch {
+			m.deliver(now, dv.Value, dv.Root)
+		}
+	}
+}
+
+// answerLate tells a member still gossiping in an operation this member
+// has finished how it ended: the result, or that the group disagrees.
+func (m *Machine) answerLate(now time.Duration, o *op, to gossip.NodeID) {
+	switch {
+	case o.abort != nil:
+		m.tell(now, o, to, tagAbort, nil)
+	case o.result != nil:
+		m.tell(now, o, to, uint64(o.root), slices.Clone(o.result))
+	}
+}
+
+// tell sends a control message at most once per Suspect/8 to each member,
+// so that a member that keeps gossiping is not answered for every message.
+func (m *Machine) tell(now time.Duration, o *op, to gossip.NodeID, tag uint64, payload []float64) {
+	if t, ok := o.told[to]; ok && now-t < m.r.Suspect/8 {
+		return
+	}
+	o.told[to] = now
+	m.control(o, to, tag, payload)
+}
+
+// mismatch ends the operation because the members disagree, and makes
+// this member tell every member that still gossips, so that none of them
+// mistakes the silence of the members that noticed for a crash and carries
+// on.
+func (m *Machine) mismatch(now time.Duration, err error) {
+	m.cur.abort = err
+	m.finish(now, m.best(), err)
+}
+
+// deliver ends the operation with the group's result, after checking it:
+// it must have the operation's shape, cover a majority of the group and
+// cover this member; a result that leaves this member out ends the
+// operation with ErrExcluded, never with someone else's aggregate.
+func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.NodeID) {
+	o := m.cur
+	values, ext, live, dead, ok := parseResult(payload, len(o.req.Values), len(o.ext), m.r.n)
+	if !ok {
+		m.stats.Rejected++
+		m.log.Debug("result of the wrong shape ignored", "root", root, "words", len(payload))
+		return
+	}
+	if m.r.n > 1 && live < Quorum(m.r.n) {
+		m.stats.Rejected++
+		m.log.Debug("result without a majority ignored", "root", root, "live", live, "err", ErrNoQuorum)
+		return
+	}
+	if dead.has(int(m.r.ID)) {
+		m.finish(now, m.best(), fmt.Errorf("%w (the result of epoch %d from root %d does not cover this member)", ErrExcluded, o.epoch, root))
+		m.announce(tagHello)
+		return
+	}
+	values = slices.Clone(values)
+	if o.req.Sum {
+		for i := range values {
+			values[i] *= float64(live)
+		}
+	}
+	o.result = slices.Clone(payload)
+	o.root = root
+	// The group's view of who is away holds from the next operation on,
+	// except for members that announced themselves since.
+	copy(m.absent, dead)
+	m.absent.clear1(int(m.r.ID))
+	for _, j := range o.hello {
+		m.absent.clear1(int(j))
+	}
+	for _, j := range o.left {
+		m.absent.set(int(j))
+	}
+	m.finish(now, Result{Value: values, Extremes: slices.Clone(ext), Epoch: o.epoch, Live: live, Root: root, Absent: dead.members(m.r.n)}, nil)
+}
+
+// best is this member's own estimate, for an operation that gives up.
+func (m *Machine) best() Result {
+	o := m.cur
+	if o.m == nil {
+		return Result{Epoch: o.epoch}
+	}
+	m.est = o.m.Estimate(m.est[:0])
+	live := m.r.n
+	if o.cert != nil {
+		live = o.cert.live()
+	}
+	v := slices.Clone(m.est)
+	if o.req.Sum {
+		for i := range v {
+			v[i] *= float64(live)
+		}
+	}
+	return Result{Value: v, Extremes: slices.Clone(o.ext), Epoch: o.epoch, Live: live, Root: m.r.ID}
+}
+
+func (m *Machine) finish(now time.Duration, res Result, err error) {
+	o := m.cur
+	if o.done {
+		return
+	}
+	o.done = true
+	res.Messages = o.sent
+	res.Elapsed = now - o.start
+	if err == nil {
+		m.stats.Results++
+	}
+	m.outcome = &Outcome{Result: res, Err: err}
+}

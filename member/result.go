@@ -1,0 +1,113 @@
+package member
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+)
+
+// Errors of the runtime protocol. Package aggregate returns them (it
+// re-exports each under the same name); returned errors wrap them, so test
+// with errors.Is.
+var (
+	// ErrNotConverged reports an operation that ended (its context, or the
+	// caller's give-up) before the group agreed on a result. The Result then
+	// holds this member's own estimate, which the other members do not share.
+	ErrNotConverged = errors.New("member: not converged")
+	// ErrExcluded reports that the group declared this member dead (it was
+	// silent for too long, or cut off) and finished the operation without
+	// its input. The member never gets a result that does not cover it.
+	ErrExcluded = errors.New("member: excluded by the group")
+	// ErrClosed reports an operation on a closed member.
+	ErrClosed = errors.New("member: closed")
+	// ErrGroupMismatch reports that members of the group disagree on the
+	// operation: a vector of another length, or another configuration.
+	ErrGroupMismatch = errors.New("member: group members disagree")
+	// ErrNoQuorum reports a result refused because it covers no majority of
+	// the group: the side of a partition (or a forger) that sent it cannot
+	// decide for the group.
+	ErrNoQuorum = errors.New("member: no majority of the group")
+)
+
+// Result is the outcome of one operation. Every member that gets one with a
+// nil error gets the bitwise same Value, Extremes, Live, Absent and Epoch.
+type Result struct {
+	// Value is the aggregate, one entry per input component.
+	Value []float64
+	// Extremes are the element-wise maxima of the members' Extremes.
+	Extremes []float64
+	// Absent are the members the result does not cover: declared dead
+	// during the operation, or known to be away when it started.
+	Absent []gossip.NodeID
+	// Epoch numbers the group's operations: the first is 1.
+	Epoch uint64
+	// Live is the number of members whose inputs the result covers: the
+	// group size minus len(Absent). A result always covers a majority of
+	// the group and the member that returns it.
+	Live int
+	// Root is the member whose estimate became the result.
+	Root gossip.NodeID
+	// Messages is the number of messages this member sent in the
+	// operation (gossip, broadcast and answers to late members).
+	Messages int
+	// Elapsed is the time from the start of the operation to the result.
+	Elapsed time.Duration
+	// At is when this member got the result, so that a stale one shows.
+	// The member machine has no clock; its driver sets At.
+	At time.Time
+}
+
+// Covers reports whether the result covers member id's input.
+func (r Result) Covers(id gossip.NodeID) bool {
+	for _, a := range r.Absent {
+		if a == id {
+			return false
+		}
+	}
+	return true
+}
+
+// resultPayload lays a result out for the broadcast and for late members:
+// values (k), extremes (m), the number of live members, then the dead set
+// as 64-bit words.
+func resultPayload(values, ext []float64, live int, dead bitset) []float64 {
+	p := make([]float64, 0, len(values)+len(ext)+1+len(dead))
+	p = append(p, values...)
+	p = append(p, ext...)
+	p = append(p, float64(live))
+	for _, w := range dead {
+		p = append(p, math.Float64frombits(w))
+	}
+	return p
+}
+
+// parseResult splits a result payload; ok is false for one of another
+// shape, or whose live count does not match its dead set.
+func parseResult(p []float64, k, m, n int) (values, ext []float64, live int, dead bitset, ok bool) {
+	words := (n + 63) / 64
+	if len(p) != k+m+1+words {
+		return nil, nil, 0, nil, false
+	}
+	l := p[k+m]
+	if !(l >= 1 && l <= float64(n)) || l != math.Trunc(l) {
+		return nil, nil, 0, nil, false
+	}
+	dead = make(bitset, words)
+	for i := range dead {
+		dead[i] = math.Float64bits(p[k+m+1+i])
+	}
+	if rest := n % 64; rest != 0 && dead[words-1]>>rest != 0 {
+		return nil, nil, 0, nil, false
+	}
+	if int(l) != n-dead.count() {
+		return nil, nil, 0, nil, false
+	}
+	for _, v := range p[:k+m] {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, nil, 0, nil, false
+		}
+	}
+	return p[:k], p[k : k+m], int(l), dead, true
+}
