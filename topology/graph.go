@@ -20,7 +20,10 @@
 //	BMG(n)               "bmg"          v ± 2^k mod n (binomial graph)
 //	Ring(n)              "ring"         v ± 1 mod n
 //
-// [Parse] turns the text form back into a graph.
+// [Parse] turns the text form back into a graph. [Diameter] gives the largest
+// hop distance between two nodes; every overlay here answers it without
+// searching (the binomial graph with one search from node 0), so it is cheap
+// to call when a member joins.
 //
 // Node ids and neighbour indices are checked: Degree and Neighbor panic with a
 // message naming the graph when v ≥ Len() or k is outside [0, Degree(v)),
