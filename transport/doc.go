@@ -14,8 +14,8 @@
 //
 // Two implementations share the endpoint code and so the semantics:
 // [NATS] (from [Connect], [Server.Connect] or [NewNATS]) and [Memory] (from
-// [NewMemory]), which adds per-link delays, crashed nodes and raw injection
-// for tests. Both inject message loss at Send with a seeded source
+// [NewMemory]), which adds per-link delays, crashed nodes, a wiretap and
+// raw injection for tests. Both inject message loss at Send with a seeded source
 // ([Options.Loss], [Options.Seed]), and both count what they send, deliver
 // and drop ([Stats]).
 //
@@ -25,12 +25,13 @@
 // prefix defaulting to "gossipreduce", so "nats sub 'gossipreduce.>'" shows
 // a run's traffic ([Group.Subject]). Each message is one NATS message in the
 // compact binary format of [Encode] and [Decode]: a version, the group's
-// configuration hash, then the message (kind, from, to, epoch, tag, payload
-// as raw IEEE 754 bits, an optional attachment and an optional MAC). An
-// endpoint drops and counts anything that does not decode
-// (Stats.Malformed) or carries another wire version, configuration hash or
-// addressee (Stats.Foreign); it never delivers such a message. Filtering by
-// epoch is the runtime's job: the machine rejects other epochs.
+// configuration hash, the session fields (below), then the message (kind,
+// from, to, epoch, tag, payload as raw IEEE 754 bits, an optional
+// attachment and an optional MAC). An endpoint drops and counts anything
+// that does not decode (Stats.Malformed) or carries another wire version,
+// configuration hash or addressee (Stats.Foreign); it never delivers such
+// a message. Filtering by epoch is the runtime's job: the machine rejects
+// other epochs.
 //
 // # Message authentication
 //
@@ -39,12 +40,49 @@
 // flows into the group: a message without a valid tag is dropped and
 // counted in Stats.Forged, and an endpoint without a key drops a tagged
 // message as foreign (a group configured half with and half without a key
-// fails visibly). The tag authenticates; it neither encrypts nor stops the
-// replay of a recorded message of the same group and epoch (the wire
-// format, documented with [WireVersion], says what a replay does to each
-// algorithm). NATS permissions on the subject prefix ([Group.Prefix])
-// and TLS do the rest: a group under the prefix "acme.metrics" needs
-// publish and subscribe rights on "acme.metrics.<group>.>" only.
+// fails visibly). The tag authenticates, and covers the session fields
+// below, so that a recorded message cannot be replayed into a later run or
+// twice into the same one (the wire format, documented with
+// [WireVersion], says exactly what is and is not protected); it does not
+// encrypt. NATS permissions on the subject prefix ([Group.Prefix]) and
+// TLS do the rest: a group under the prefix "acme.metrics" needs publish
+// and subscribe rights on "acme.metrics.<group>.>" only.
+//
+// # Sessions
+//
+// Every endpoint draws a random 64-bit incarnation when it is opened: a
+// node closed and opened again, in the same process or another, is a new
+// incarnation. Every message names its sender's incarnation, the
+// incarnation the sender believes its receiver has, and a sequence number
+// that increases over the messages one endpoint sends to one node. An
+// endpoint delivers only messages bound to its own incarnation, each
+// sequence number of a sender once, within a window of [ReplayWindow]:
+// anything else (a message of an earlier run, sent to a previous
+// incarnation of the node, or a duplicate) is dropped and counted in
+// Stats.Replayed. This runs with and without a group key; without one it
+// keeps runs and restarted nodes from mixing their messages by accident,
+// but anyone who can publish can forge any message.
+//
+// Endpoints learn each other's incarnations by themselves. The first Send
+// to a node whose incarnation is unknown publishes a probe ("I am X; tell
+// me yours") and queues the message, at most [SessionQueue] per peer (the
+// oldest is dropped first, counted in Stats.Unsent); later Sends probe
+// again, at most every 20 ms, while no answer has come. An endpoint
+// answers a probe with a probe answer ("I am Y", bound to the prober's
+// incarnation), at most once per 10 ms per peer (and once more for an
+// incarnation other than the one it knows for the peer, so that replayed
+// probes cannot starve the current one), and learns nothing from the
+// probe, which may be a replay. The answer, or any message of the
+// peer bound to this endpoint's incarnation, teaches the endpoint the
+// peer's incarnation and sends the queue in order. A node that restarts
+// is relearned the same way: a message bound to its previous incarnation
+// is dropped, and its new incarnation answers the sender, which then sends
+// to the new one (the message that found the restarted node is lost, as
+// gossip tolerates). Probes and answers are never delivered, never dropped
+// by injected loss ([Options.Loss]), and counted apart from the
+// application's messages (Stats.Probes, Stats.Answers, Stats.Sessions).
+// A queued message waits as long as the peer stays silent: until a later
+// Send probes a node that has opened since, or the node itself sends.
 //
 // # The embedded server and clusters
 //

@@ -44,7 +44,7 @@ func ExampleStartEmbedded() {
 	fmt.Printf("%+v\n", tr.Stats())
 	// Output:
 	// gossipreduce.demo.1 push 0->1 epoch=1 tag=0 [21 0.5]
-	// {Sent:1 Received:1 Lost:0 Crashed:0 Malformed:0 Foreign:0 Forged:0 Overflow:0}
+	// {Sent:1 Received:1 Lost:0 Crashed:0 Malformed:0 Foreign:0 Forged:0 Replayed:0 Overflow:0 Unsent:0 Probes:1 Answers:1 Sessions:2}
 }
 
 // A node started with "gossipreduce node" connects to a server, or a
@@ -101,11 +101,12 @@ func ExampleNewMemory() {
 	// Output: lost: 23 received: 77 crashed: 1
 }
 
-// Every message of a group carries its configuration hash; a node drops
-// (and counts) messages of another configuration.
+// Every message of a group carries its configuration hash, and the
+// session of its sender and receiver: a node drops (and counts) messages of
+// another configuration, and messages bound to another of its incarnations.
 func ExampleDecode() {
 	m := gossip.Message{From: 3, To: 4, Kind: gossip.KindFlow, Epoch: 9, Payload: []float64{1.5, 1}}
-	b, err := transport.Encode(nil, transport.Header{ConfigHash: 7}, m)
+	b, err := transport.Encode(nil, transport.Header{ConfigHash: 7, Incarnation: 0xA1, PeerIncarnation: 0xB2, Seq: 1}, m)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -113,11 +114,11 @@ func ExampleDecode() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(len(b), "bytes", h.ConfigHash, got)
+	fmt.Printf("%d bytes: hash %d, incarnation %x to %x, seq %d: %v\n", len(b), h.ConfigHash, h.Incarnation, h.PeerIncarnation, h.Seq, got)
 	_, _, err = transport.Decode(b[:len(b)-1])
 	fmt.Println(err)
 	// Output:
-	// 33 bytes 7 flow 3->4 epoch=9 tag=0 [1.5 1]
+	// 50 bytes: hash 7, incarnation a1 to b2, seq 1: flow 3->4 epoch=9 tag=0 [1.5 1]
 	// transport: malformed message: payload length 2 needs 16 bytes, have 15
 }
 

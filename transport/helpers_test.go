@@ -70,6 +70,38 @@ func waitGoroutines(t testing.TB, base int) {
 	}
 }
 
+// sendUntilArrival sends m from a, again every few milliseconds, until
+// anything arrives at b, and returns what arrived first. A sender whose
+// peer is not known yet probes it again only on a later Send, at most every
+// 20 ms, so a test waiting for a session keeps sending.
+func sendUntilArrival(t testing.TB, a, b transport.Endpoint, m gossip.Message) gossip.Message {
+	t.Helper()
+	ctx := testCtx(t)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(patience)
+	for {
+		require.NoError(t, a.Send(ctx, m))
+		select {
+		case got, ok := <-b.Messages():
+			require.True(t, ok, "messages channel of node %d closed", b.ID())
+			return got
+		case <-tick.C:
+		case <-deadline:
+			require.FailNow(t, "nothing arrived", "from %d to %d", a.ID(), b.ID())
+		}
+	}
+}
+
+// appStats returns s without the session layer's handshake counts
+// (Probes, Answers, Sessions), for comparisons of what happened to
+// application messages: over NATS the handshakes race with the messages,
+// so their numbers depend on timing.
+func appStats(s transport.Stats) transport.Stats {
+	s.Probes, s.Answers, s.Sessions = 0, 0, 0
+	return s
+}
+
 // testCtx returns a context that ends with the test.
 func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,13 +28,13 @@ var (
 // encoding with flags bit 1 set, then the first 16 bytes of HMAC-SHA256
 // under the key of everything before them, computed here independently.
 func TestSignedLayout(t *testing.T) {
-	h := transport.Header{ConfigHash: 0x0102030405060708}
+	h := transport.Header{ConfigHash: 0x0102030405060708, Incarnation: 9, PeerIncarnation: 10, Seq: 11}
 	m := gossip.Message{From: 3, To: 300, Kind: gossip.KindFlow, Epoch: 1, Payload: []float64{1, 2}, Attach: []byte("cert")}
 	plain, err := transport.Encode(nil, h, m)
 	require.NoError(t, err)
 	signed, err := transport.EncodeSigned(nil, h, m, groupKey)
 	require.NoError(t, err)
-	require.Len(t, signed, transport.EncodedLen(m)+transport.MACSize)
+	require.Len(t, signed, transport.EncodedLen(h, m)+transport.MACSize)
 
 	body := append([]byte(nil), plain...)
 	body[2] |= 2 // flags: bit 0 attachment (already set), bit 1 MAC
@@ -43,15 +44,17 @@ func TestSignedLayout(t *testing.T) {
 	mac.Write(body)
 	assert.Equal(t, mac.Sum(nil)[:16], signed[len(plain):])
 
-	// Push-Sum with one component: 33 bytes, 49 signed (as documented).
-	b, err := transport.EncodeSigned(nil, transport.Header{}, gossip.Message{Kind: gossip.KindPush, Payload: []float64{1, 1}}, groupKey)
+	// Push-Sum with one component: 50 bytes, 66 signed (as documented).
+	b, err := transport.EncodeSigned(nil, transport.Header{Seq: 1}, gossip.Message{Kind: gossip.KindPush, Payload: []float64{1, 1}}, groupKey)
 	require.NoError(t, err)
-	assert.Len(t, b, 33+16)
+	assert.Len(t, b, 50+16)
 
 	// Decode reads it, reporting the MAC without checking it.
 	dh, dm, err := transport.Decode(signed)
 	require.NoError(t, err)
-	assert.Equal(t, transport.Header{ConfigHash: h.ConfigHash, Signed: true}, dh)
+	want := h
+	want.Signed = true
+	assert.Equal(t, want, dh)
 	assert.Equal(t, m, dm)
 	_, err = transport.Encode(nil, dh, dm)
 	require.ErrorIs(t, err, transport.ErrMalformed, "Encode does not sign")
@@ -67,7 +70,8 @@ func TestSignedRoundTrip(t *testing.T) {
 		require.Equal(t, "prefix", string(b[:6]))
 		h2, m2, err := transport.DecodeSigned(b[6:], groupKey)
 		require.NoError(t, err, "seed %d, message %d", seed, i)
-		assert.Equal(t, transport.Header{ConfigHash: h.ConfigHash, Signed: true}, h2)
+		h.Signed = true
+		assert.Equal(t, h, h2)
 		requireSameMessage(t, m, m2, "seed %d, message %d", seed, i)
 	}
 }
@@ -179,7 +183,7 @@ func TestForgedMessagesDropped(t *testing.T) {
 		}
 		requireEmpty(t, eps[1])
 		want := transport.Stats{Received: 2, Forged: uint64(len(forged))}
-		assert.Equal(t, want, eps[1].Stats())
+		assert.Equal(t, want, appStats(eps[1].Stats()))
 		assert.Equal(t, uint64(4), eps[1].Stats().Forged)
 		assert.Equal(t, uint64(4), eps[1].Stats().Dropped())
 		t.Logf("%s: forged injected %d, Stats %+v", im.name, len(forged), eps[1].Stats())
@@ -227,17 +231,30 @@ func TestKeyOptions(t *testing.T) {
 	assert.NotContains(t, err.Error(), "short", "the error does not echo the key")
 
 	// The transport keeps its own copy: changing the caller's slice later
-	// changes nothing.
+	// changes nothing. Everything it sends (the probe, the answer, the
+	// message) verifies under the key as it was.
 	key := append([]byte(nil), groupKey...)
-	tr := newMemory(t, transport.MemoryOptions{Options: transport.Options{Key: key}})
+	var mu sync.Mutex
+	var sent [][]byte
+	tap := func(_ string, raw []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, raw)
+	}
+	tr := newMemory(t, transport.MemoryOptions{Options: transport.Options{Key: key}, Tap: tap})
 	key[0] ^= 1
 	g := transport.Group{Name: "copy", ConfigHash: 1}
 	eps := openNodes(t, tr, g, 2)
 	m := gossip.Message{From: 0, To: 1, Kind: gossip.KindPush}
-	raw, err := transport.EncodeSigned(nil, transport.Header{ConfigHash: 1}, m, groupKey)
-	require.NoError(t, err)
-	tr.Inject(g.Subject(1), raw)
+	require.NoError(t, eps[0].Send(testCtx(t), m))
 	requireSameMessage(t, m, recv(t, eps[1]))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, sent, 3)
+	for i, raw := range sent {
+		_, _, err := transport.DecodeSigned(raw, groupKey)
+		require.NoError(t, err, "message %d", i)
+	}
 }
 
 func TestReadKeyFile(t *testing.T) {

@@ -18,6 +18,15 @@ type MemoryOptions struct {
 	// messages may overtake each other. Delay is called from Send, possibly
 	// from many goroutines at once.
 	Delay func(from, to gossip.NodeID) time.Duration
+
+	// Tap, if set, sees every message an endpoint hands to the network
+	// (application and handshake messages, not those of crashed nodes),
+	// as it is sent and before any delay: the subject it is published on
+	// and a copy of its bytes, which Tap may keep. Tests record traffic
+	// with it, to replay it with [Memory.Inject]. Tap is called from Send
+	// and from the goroutines that deliver messages, possibly many at
+	// once; it must not block.
+	Tap func(subject string, raw []byte)
 }
 
 // Memory is an in-process [Transport] for tests and single-process
@@ -29,6 +38,7 @@ type MemoryOptions struct {
 type Memory struct {
 	hub   *hub
 	delay func(from, to gossip.NodeID) time.Duration
+	tap   func(subject string, raw []byte)
 
 	mu      sync.Mutex
 	crashed map[string]bool          // subjects of crashed nodes
@@ -41,7 +51,7 @@ var _ Transport = (*Memory)(nil)
 // NewMemory returns an empty in-memory transport. It fails, wrapping
 // [gossip.ErrInvalidConfig], for invalid options.
 func NewMemory(opts MemoryOptions) (*Memory, error) {
-	t := &Memory{delay: opts.Delay, crashed: map[string]bool{}, pending: map[*time.Timer]struct{}{}}
+	t := &Memory{delay: opts.Delay, tap: opts.Tap, crashed: map[string]bool{}, pending: map[*time.Timer]struct{}{}}
 	h, err := newHub(opts.Options, t.publish)
 	if err != nil {
 		return nil, err
@@ -75,8 +85,10 @@ func (t *Memory) Close() error {
 }
 
 // Crash makes node id of g fail silently: from now on the messages it sends
-// and the messages addressed to it vanish (counted in Stats.Crashed), as if
-// its process had died. The node need not be open.
+// and the messages addressed to it vanish (application messages are counted
+// in Stats.Crashed, handshake messages are not), as if its process had
+// died, while its endpoint stays open (so it keeps its incarnation, unlike
+// a node that is closed and opened again). The node need not be open.
 func (t *Memory) Crash(g Group, id gossip.NodeID) { t.setCrashed(g.Subject(id), true) }
 
 // Restore undoes [Memory.Crash]: the node sends and receives again.
@@ -100,18 +112,25 @@ func (t *Memory) isCrashed(subject string) bool {
 
 // Inject delivers raw bytes to whichever endpoint receives on subject, as if
 // some other process had published them, and reports whether one does. Tests
-// use it to check that malformed and foreign messages are dropped and
-// counted.
+// use it to check that malformed, foreign, forged and replayed messages are
+// dropped and counted: the bytes go through every check an arriving message
+// does, the session layer's included, so a message is delivered only if it
+// is bound to the endpoint's current incarnation with a fresh sequence
+// number (bytes recorded with [MemoryOptions.Tap] and injected again are
+// replays).
 func (t *Memory) Inject(subject string, raw []byte) bool {
 	return t.arrive(subject, raw)
 }
 
 func (t *Memory) publish(from *endpoint, to gossip.NodeID, raw []byte) error {
 	if t.isCrashed(from.subject) {
-		from.count(cCrashed)
+		countCrashed(from, raw)
 		return nil
 	}
 	subject := from.base + to.String()
+	if t.tap != nil {
+		t.tap(subject, bytes.Clone(raw))
+	}
 	var d time.Duration
 	if t.delay != nil {
 		d = t.delay(from.id, to)
@@ -150,9 +169,17 @@ func (t *Memory) arrive(subject string, raw []byte) bool {
 		return false
 	}
 	if t.isCrashed(subject) {
-		e.count(cCrashed)
+		countCrashed(e, raw)
 		return true
 	}
 	e.deliver(raw)
 	return true
+}
+
+// countCrashed counts raw, which vanished at a crashed node, in e's
+// Stats.Crashed unless it is a handshake message.
+func countCrashed(e *endpoint, raw []byte) {
+	if !isHandshake(raw) {
+		e.count(cCrashed)
+	}
 }

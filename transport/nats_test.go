@@ -72,12 +72,24 @@ func TestSubjects(t *testing.T) {
 		if g.Prefix != "" {
 			sub = custom
 		}
+		// First the handshake (node 0 probes node 1, which answers), each
+		// message on the subject of its addressee, then the message.
+		for _, hs := range []struct{ from, to gossip.NodeID }{{0, 1}, {1, 0}} {
+			msg, err := sub.NextMsg(patience)
+			require.NoError(t, err)
+			h, got, err := transport.Decode(msg.Data)
+			require.NoError(t, err)
+			assert.True(t, h.Handshake)
+			assert.Equal(t, g.Subject(hs.to), msg.Subject)
+			assert.Equal(t, gossip.Message{From: hs.from, To: hs.to}, got)
+		}
 		msg, err := sub.NextMsg(patience)
 		require.NoError(t, err)
 		assert.Equal(t, g.Subject(1), msg.Subject)
 		h, got, err := transport.Decode(msg.Data)
 		require.NoError(t, err)
 		assert.Equal(t, uint64(3), h.ConfigHash)
+		assert.False(t, h.Handshake)
 		requireSameMessage(t, m, got)
 	}
 	assert.Equal(t, "gossipreduce.demo.1", transport.Group{Name: "demo"}.Subject(1))

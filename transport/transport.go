@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
@@ -53,13 +54,15 @@ type Endpoint interface {
 	ID() gossip.NodeID
 
 	// Send delivers m to node m.To of the endpoint's group, best effort:
-	// a nil error means the message was handed to the network or dropped
-	// by injected loss, not that it arrived. m.From must be the endpoint's
-	// node. Send never blocks on the network and does not keep m.Payload.
-	// It fails with ErrClosed after Close, with an error wrapping
-	// ErrMalformed for a message that cannot be encoded, and with a wrapped
-	// NATS error when the connection refuses it (callers may treat that as
-	// a lost message).
+	// a nil error means the message was handed to the network, dropped by
+	// injected loss, or queued until the session with m.To is established
+	// (the first message to a node probes it; see the package
+	// documentation, "Sessions"), not that it arrived. m.From must be the
+	// endpoint's node. Send never blocks on the network and does not keep
+	// m.Payload. It fails with ErrClosed after Close, with an error
+	// wrapping ErrMalformed for a message that cannot be encoded, and with
+	// a wrapped NATS error when the connection refuses it or the probe
+	// (callers may treat that as a lost message).
 	Send(ctx context.Context, m gossip.Message) error
 
 	// Messages returns the channel the node's messages arrive on. It is
@@ -68,35 +71,48 @@ type Endpoint interface {
 	// network (gossip tolerates loss; a stalled receiver must not stall
 	// the connection every other node shares). Only well-formed messages of
 	// the endpoint's group (same wire version and configuration hash)
-	// addressed to its node arrive; Close closes the channel.
+	// addressed to its node arrive, and only fresh ones: bound to this
+	// endpoint's incarnation, and not seen before. Close closes the
+	// channel.
 	Messages() <-chan gossip.Message
 
 	// Stats returns this endpoint's counts.
 	Stats() Stats
 
-	// Close stops receiving and closes the Messages channel. It is safe to
-	// call more than once.
+	// Close stops receiving and closes the Messages channel; messages still
+	// queued for unknown peers are discarded (Stats.Unsent). It is safe to
+	// call more than once. Opening the node again makes a new incarnation.
 	Close() error
 }
 
 // Stats counts what happened to messages at an endpoint (or, summed, at a
 // transport). Sending and receiving sides count separately: a message sent
 // by one endpoint and received by another is counted once in Sent and once
-// in Received.
+// in Received. Sent, Received, Lost, Crashed and Unsent count application
+// messages only (what Send was given); the handshake messages of the
+// session layer are counted in Probes and Answers. The drop counters
+// (Malformed to Overflow) count whatever arrived.
 type Stats struct {
-	Sent      uint64 // handed to the network
+	Sent      uint64 // handed to the network (a message queued for an unknown peer: when its session is established)
 	Received  uint64 // delivered to the Messages channel
 	Lost      uint64 // dropped at Send by injected loss ([Options.Loss])
 	Crashed   uint64 // vanished at a crashed node ([Memory.Crash]): sent by it (and counted in Sent) or sent to it
 	Malformed uint64 // arrived but failed to decode
-	Foreign   uint64 // decoded but another wire version, configuration hash or addressee, or signed while this side has no key
+	Foreign   uint64 // decoded but another wire version, configuration hash or addressee, sender incarnation 0, or signed while this side has no key
 	Forged    uint64 // failed authentication under the group key ([Options.Key]): no MAC, or a MAC that does not verify
+	Replayed  uint64 // bound to another incarnation of this endpoint, or a duplicate: a replay or a message from before a restart (see [ReplayWindow])
 	Overflow  uint64 // arrived while the Messages buffer was full
+	Unsent    uint64 // queued for a peer whose incarnation was unknown, then discarded: the queue was full ([SessionQueue]; the oldest goes) or the endpoint closed
+	Probes    uint64 // session probes sent (handshake)
+	Answers   uint64 // probe answers sent (handshake)
+	Sessions  uint64 // peer incarnations learned (the first from each peer, and again after each restart of it), counted once the messages queued for the peer are sent
 }
 
 // Dropped is the number of arrived messages that were not delivered:
-// malformed, foreign, forged or overflowing.
-func (s Stats) Dropped() uint64 { return s.Malformed + s.Foreign + s.Forged + s.Overflow }
+// malformed, foreign, forged, replayed or overflowing.
+func (s Stats) Dropped() uint64 {
+	return s.Malformed + s.Foreign + s.Forged + s.Replayed + s.Overflow
+}
 
 // Group names a set of nodes that gossip together and fixes their subjects:
 // node i of the group receives on "<Prefix>.<Name>.<i>".
@@ -168,7 +184,12 @@ type Options struct {
 	Buffer int
 
 	// Loss is the probability, in [0, 1], that Send drops a message instead
-	// of sending it (counted in Stats.Lost), for fault-injection runs.
+	// of sending it (counted in Stats.Lost), for fault-injection runs. It
+	// applies to application messages only: the probes and answers of the
+	// session layer are never dropped by it, so that which messages a node
+	// loses depends on its own messages and Seed alone, not on the timing
+	// of handshakes. (They do vanish at crashed nodes, unopened subjects and
+	// lossy networks, which exercises re-probing.)
 	Loss float64
 
 	// Seed seeds the loss draws. Node id draws from its own PCG(Seed, id)
@@ -189,6 +210,8 @@ type Options struct {
 	// for what the MAC does and does not protect against. The transport
 	// keeps its own copy.
 	Key []byte
+
+	timing *sessionTiming // nil: the default session intervals (tests only)
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -219,7 +242,12 @@ const (
 	cMalformed
 	cForeign
 	cForged
+	cReplayed
 	cOverflow
+	cUnsent
+	cProbes
+	cAnswers
+	cSessions
 	numCounters
 )
 
@@ -234,7 +262,12 @@ func (c *counters) snapshot() Stats {
 		Malformed: c[cMalformed].Load(),
 		Foreign:   c[cForeign].Load(),
 		Forged:    c[cForged].Load(),
+		Replayed:  c[cReplayed].Load(),
 		Overflow:  c[cOverflow].Load(),
+		Unsent:    c[cUnsent].Load(),
+		Probes:    c[cProbes].Load(),
+		Answers:   c[cAnswers].Load(),
+		Sessions:  c[cSessions].Load(),
 	}
 }
 
@@ -251,6 +284,8 @@ type hub struct {
 	publish publishFunc
 	total   counters
 
+	probeEvery, answerEvery time.Duration // session intervals
+
 	mu     sync.Mutex
 	eps    map[string]*endpoint
 	closed bool
@@ -261,7 +296,11 @@ func newHub(opts Options, publish publishFunc) (*hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &hub{opts: opts, publish: publish, eps: map[string]*endpoint{}}
+	h := &hub{opts: opts, publish: publish, eps: map[string]*endpoint{},
+		probeEvery: defaultProbeEvery, answerEvery: defaultAnswerEvery}
+	if t := opts.timing; t != nil {
+		h.probeEvery, h.answerEvery = t.probeEvery, t.answerEvery
+	}
 	if len(opts.Key) > 0 {
 		if h.mac, err = newMACKey(opts.Key); err != nil {
 			return nil, err
@@ -286,8 +325,10 @@ func (h *hub) add(ctx context.Context, g Group, id gossip.NodeID) (*endpoint, er
 		id:      id,
 		base:    g.subjectBase(),
 		subject: g.Subject(id),
+		inc:     newIncarnation(),
 		rng:     rand.New(rand.NewPCG(h.opts.Seed, uint64(id))),
 		ch:      make(chan gossip.Message, h.opts.Buffer),
+		peers:   map[gossip.NodeID]*peer{},
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -334,12 +375,14 @@ func (h *hub) closeAll() error {
 
 // endpoint implements Endpoint for both transports; they differ only in
 // how a message is published (hub.publish) and how arriving bytes reach
-// deliver.
+// deliver. The session layer (session.go) sits between Send and publish,
+// and between deliver and the Messages channel.
 type endpoint struct {
 	hub           *hub
 	group         Group
 	id            gossip.NodeID
 	base, subject string
+	inc           uint64 // this endpoint's incarnation, never 0
 	own           counters
 
 	rngMu sync.Mutex
@@ -349,6 +392,10 @@ type endpoint struct {
 	closed bool
 	ch     chan gossip.Message
 	detach func() error // stops the arrival of messages; set by the transport
+
+	smu     sync.Mutex // guards peers and sclosed; never held across a publish
+	peers   map[gossip.NodeID]*peer
+	sclosed bool // the session layer is closed: nothing is queued or answered
 }
 
 // attach sets the hook that stops the arrival of messages. It fails with
@@ -374,9 +421,11 @@ func (e *endpoint) ID() gossip.NodeID               { return e.id }
 func (e *endpoint) Messages() <-chan gossip.Message { return e.ch }
 func (e *endpoint) Stats() Stats                    { return e.own.snapshot() }
 
-func (e *endpoint) count(i int) {
-	e.own[i].Add(1)
-	e.hub.total[i].Add(1)
+func (e *endpoint) count(i int) { e.countN(i, 1) }
+
+func (e *endpoint) countN(i int, n uint64) {
+	e.own[i].Add(n)
+	e.hub.total[i].Add(n)
 }
 
 func (e *endpoint) isClosed() bool {
@@ -395,30 +444,31 @@ func (e *endpoint) Send(ctx context.Context, m gossip.Message) error {
 	if m.From != e.id {
 		return fmt.Errorf("transport: %w: message from node %d sent through the endpoint of node %d", gossip.ErrForeignMessage, m.From, e.id)
 	}
+	if err := checkEncodable(Header{}, m); err != nil {
+		return fmt.Errorf("transport: send from %s: %w", e.subject, err)
+	}
+	return e.sessionSend(m, e.lose())
+}
+
+// publish encodes h and m, signed if the group has a key, and hands them
+// to the network.
+func (e *endpoint) publish(h Header, m gossip.Message) error {
 	bp := bufPool.Get().(*[]byte)
 	var raw []byte
 	var err error
 	if mk := e.hub.mac; mk != nil {
-		raw, err = mk.encode((*bp)[:0], Header{ConfigHash: e.group.ConfigHash}, m)
+		raw, err = mk.encode((*bp)[:0], h, m)
 	} else {
-		raw, err = Encode((*bp)[:0], Header{ConfigHash: e.group.ConfigHash}, m)
+		raw, err = encode((*bp)[:0], h, m, 0)
 	}
 	if cap(raw) <= maxPooled {
 		*bp = raw
 		defer bufPool.Put(bp)
 	}
 	if err != nil {
-		return fmt.Errorf("transport: send from %s: %w", e.subject, err)
+		return err
 	}
-	if e.lose() {
-		e.count(cLost)
-		return nil
-	}
-	if err := e.hub.publish(e, m.To, raw); err != nil {
-		return fmt.Errorf("transport: send to %s%d: %w", e.base, m.To, err)
-	}
-	e.count(cSent)
-	return nil
+	return e.hub.publish(e, m.To, raw)
 }
 
 // lose draws whether injected loss drops the next message.
@@ -433,8 +483,9 @@ func (e *endpoint) lose() bool {
 }
 
 // deliver decodes arriving bytes and queues the message, dropping and
-// counting anything malformed, foreign, forged or overflowing. It never
-// blocks.
+// counting anything malformed, foreign, forged, replayed or overflowing,
+// and handing handshake messages to the session layer. It never blocks on
+// the receiver.
 func (e *endpoint) deliver(raw []byte) {
 	h, m, err := Decode(raw)
 	mk := e.hub.mac
@@ -460,6 +511,9 @@ func (e *endpoint) deliver(raw []byte) {
 		return
 	case m.To != e.id:
 		e.drop(cForeign, "addressed to node "+m.To.String())
+		return
+	}
+	if !e.receive(h, m.From) {
 		return
 	}
 	e.mu.Lock()
@@ -493,6 +547,7 @@ func (e *endpoint) Close() error {
 	close(e.ch)
 	detach := e.detach
 	e.mu.Unlock()
+	e.closeSessions()
 	e.hub.remove(e)
 	if detach != nil {
 		if err := detach(); err != nil {

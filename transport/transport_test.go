@@ -103,9 +103,24 @@ func TestExchange(t *testing.T) {
 				requireSameMessage(t, want, got)
 			}
 			requireEmpty(t, ep)
-			assert.Equal(t, transport.Stats{Sent: n - 1, Received: n - 1}, ep.Stats(), "node %d", j)
+			assert.Equal(t, transport.Stats{Sent: n - 1, Received: n - 1}, appStats(ep.Stats()), "node %d", j)
 		}
-		assert.Equal(t, transport.Stats{Sent: n * (n - 1), Received: n * (n - 1)}, tr.Stats())
+		st := tr.Stats()
+		assert.Equal(t, transport.Stats{Sent: n * (n - 1), Received: n * (n - 1)}, appStats(st))
+		// Each node learned each other node's incarnation once. In memory the
+		// first of every pair to send probed the other, which learned from
+		// its message. Over NATS the second may probe too, if the first's
+		// message had not arrived yet (and a sender probes again on a later
+		// Send when no answer came within 20 ms); still, of every pair at
+		// least one side learned the other from an answer.
+		assert.Equal(t, uint64(n*(n-1)), st.Sessions)
+		if im.name == "memory" {
+			assert.Equal(t, uint64(n*(n-1)/2), st.Probes)
+			assert.Equal(t, st.Probes, st.Answers)
+		} else {
+			assert.GreaterOrEqual(t, st.Answers, uint64(n*(n-1)/2))
+			assert.LessOrEqual(t, st.Answers, st.Probes)
+		}
 	})
 }
 
@@ -140,9 +155,9 @@ func TestDropsMalformedAndForeign(t *testing.T) {
 		require.Equal(t, uint64(99), got.Tag)
 		requireEmpty(t, eps[1])
 		st := eps[1].Stats()
-		assert.Equal(t, transport.Stats{Received: 1, Malformed: 2, Foreign: 3}, st)
+		assert.Equal(t, transport.Stats{Received: 1, Malformed: 2, Foreign: 3, Answers: 1, Sessions: 1}, st)
 		assert.Equal(t, uint64(5), st.Dropped())
-		assert.Equal(t, transport.Stats{Sent: 1, Received: 1, Malformed: 2, Foreign: 3}, tr.Stats())
+		assert.Equal(t, transport.Stats{Sent: 1, Received: 1, Malformed: 2, Foreign: 3, Probes: 1, Answers: 1, Sessions: 2}, tr.Stats())
 	})
 }
 
@@ -153,9 +168,17 @@ func sendLossy(t *testing.T, im impl, seed uint64, count int) []uint64 {
 	eps := openNodes(t, tr, transport.Group{Name: "lossy"}, 2)
 	for i := range count {
 		require.NoError(t, eps[0].Send(testCtx(t), gossip.Message{From: 0, To: 1, Kind: gossip.KindPush, Tag: uint64(i)}))
+		if i == 0 {
+			// The first message probed node 1 (lost or not: injected loss
+			// spares handshakes). Over NATS the answer takes a round trip;
+			// until it comes, messages wait in a queue of SessionQueue, which
+			// this burst would overflow.
+			eventually(t, func() bool { return eps[0].Stats().Sessions == 1 }, "session with node 1")
+		}
 	}
 	st := eps[0].Stats()
 	require.Equal(t, uint64(count), st.Sent+st.Lost)
+	require.Zero(t, st.Unsent)
 	tags := make([]uint64, st.Sent)
 	for i := range tags {
 		tags[i] = recv(t, eps[1]).Tag
@@ -186,7 +209,8 @@ func TestOverflowDrops(t *testing.T) {
 			require.NoError(t, eps[0].Send(testCtx(t), gossip.Message{From: 0, To: 1, Kind: gossip.KindPush, Tag: uint64(i)}))
 		}
 		eventually(t, func() bool { st := eps[1].Stats(); return st.Received+st.Overflow == 10 }, "10 arrivals at node 1")
-		assert.Equal(t, transport.Stats{Received: 4, Overflow: 6}, eps[1].Stats())
+		assert.Equal(t, transport.Stats{Received: 4, Overflow: 6}, appStats(eps[1].Stats()))
+		assert.Positive(t, eps[1].Stats().Answers, "a handshake, which the full buffer does not affect")
 		// The buffer kept the oldest messages; the newest were dropped.
 		for i := range 4 {
 			assert.Equal(t, uint64(i), recv(t, eps[1]).Tag)
@@ -211,18 +235,25 @@ func TestClose(t *testing.T) {
 		require.False(t, ok, "Close closes the messages channel")
 		err = eps[1].Send(ctx, gossip.Message{From: 1, To: 0, Kind: gossip.KindPush})
 		require.ErrorIs(t, err, transport.ErrClosed)
-		// Sending to a closed node is not an error: nobody listens.
-		require.NoError(t, eps[0].Send(ctx, gossip.Message{From: 0, To: 1, Kind: gossip.KindPush}))
+		// Sending to a closed node is not an error: nobody answers the
+		// probe, and the message waits for the node.
+		require.NoError(t, eps[0].Send(ctx, gossip.Message{From: 0, To: 1, Kind: gossip.KindPush, Tag: 4}))
 
 		again, err := tr.Open(ctx, g, 1)
 		require.NoError(t, err, "a closed node can be opened again")
-		require.NoError(t, eps[0].Send(ctx, gossip.Message{From: 0, To: 1, Kind: gossip.KindPush, Tag: 5}))
+		// Once a later Send probes again and the new endpoint answers, the
+		// queue reaches it, oldest message first.
+		first := sendUntilArrival(t, eps[0], again, gossip.Message{From: 0, To: 1, Kind: gossip.KindPush, Tag: 5})
+		require.Equal(t, uint64(4), first.Tag)
 		require.Equal(t, uint64(5), recv(t, again).Tag)
 
 		require.NoError(t, tr.Close())
 		require.NoError(t, tr.Close(), "closing twice")
-		_, ok = <-again.Messages()
-		require.False(t, ok, "closing the transport closes its endpoints")
+		// Closing the transport closes its endpoints: the channel ends after
+		// the other copies of message 5 that sendUntilArrival sent.
+		for m := range again.Messages() {
+			require.Equal(t, uint64(5), m.Tag)
+		}
 		require.ErrorIs(t, eps[0].Send(ctx, gossip.Message{From: 0, To: 1, Kind: gossip.KindPush}), transport.ErrClosed)
 		_, err = tr.Open(ctx, g, 2)
 		require.ErrorIs(t, err, transport.ErrClosed)

@@ -14,17 +14,23 @@ import (
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
-// Wire format, version 1. All multi-byte fixed-width fields are little
+// Wire format, version 2. All multi-byte fixed-width fields are little
 // endian; "uvarint" is encoding/binary's unsigned varint in its shortest form.
 //
 //	offset  size       field
 //	0       1          magic 0x9E (never the first byte of UTF-8 text or JSON)
-//	1       1          version (1)
+//	1       1          version (2)
 //	2       1          flags: bit 0 = an attachment follows the payload;
-//	                   bit 1 = a MAC ends the message; other bits 0
+//	                   bit 1 = a MAC ends the message;
+//	                   bit 2 = a handshake message of the transport (below);
+//	                   other bits 0
 //	3       8          group configuration hash (uint64)
-//	11      1          kind (gossip.Kind, must be valid)
-//	12      1..5       from (uvarint, ≤ 2^32-1)
+//	11      8          sender incarnation (uint64; 0 only in hand-made messages)
+//	19      8          receiver incarnation, as the sender believes it
+//	                   (uint64; 0 = unknown, only in a probe)
+//	27      1          kind (gossip.Kind, must be valid; 0 in a handshake message)
+//	28      1..10      sequence number (uvarint)
+//	        1..5       from (uvarint, ≤ 2^32-1)
 //	        1..5       to (uvarint, ≤ 2^32-1)
 //	        1..10      epoch (uvarint)
 //	        1..10      tag (uvarint)
@@ -37,44 +43,89 @@ import (
 //
 // The message must end exactly after the payload, the attachment, or the
 // MAC. A typical Push-Sum message with one value component (payload x, w)
-// between nodes below 128 takes 33 bytes, 49 with a MAC.
+// between nodes below 128, with a sequence number below 128, takes 50
+// bytes, 66 with a MAC (version 1 took 33 and 49: the incarnations and the
+// sequence number cost 17 bytes).
+//
+// Handshake messages. Flags bit 2 marks the two messages the transports
+// exchange among themselves, which are never delivered to
+// [Endpoint.Messages]: a session probe ("I am incarnation X, tell me
+// yours": receiver incarnation 0) and a probe answer ("I am incarnation Y":
+// receiver incarnation X, the prober's). A handshake message has kind 0
+// (gossip.KindInvalid, which no machine sends), epoch, tag and payload
+// length 0 and no attachment; it carries from, to and a sequence number,
+// and is signed like any other message.
+//
+// Incarnations and sequence numbers. Every endpoint draws a random
+// non-zero 64-bit incarnation when it is opened, so that a node reopened
+// (a new run, a restarted process) is a new incarnation. Every message
+// carries its sender's incarnation, the incarnation the sender believes its
+// receiver has, and a sequence number that increases strictly, from 1, over
+// the messages (application and handshake) the sending endpoint sends to
+// that one receiving node. A receiver drops, and counts in Stats.Replayed,
+// a message bound to any incarnation but its own, and a message whose
+// sequence number it has already accepted from that sender incarnation or
+// that is [ReplayWindow] or more below the highest one accepted (the
+// sliding window of IPsec, RFC 4303 section 3.4.3, and DTLS, RFC 9147
+// section 4.5.1). The package documentation ("Sessions") describes how
+// endpoints learn each other's incarnations.
 //
 // Message authentication. With a group key ([Options.Key], [EncodeSigned], [DecodeSigned]) every
 // message carries a MAC over all the bytes before it: the flags (so the MAC
-// bit itself), the configuration hash, the message and its attachment.
-// Changing any of them, or moving a MAC to another message, fails the
-// check; in particular a message of another group cannot be rewritten to
-// this group's configuration hash, even when the groups share a key
-// (package aggregate hashes the group name into the configuration hash; the
-// subject prefix is not covered). The MAC is
+// bit itself), the configuration hash, the incarnations, the sequence
+// number, the message and its attachment. Changing any of them, or moving
+// a MAC to another message, fails the check; in particular a message of
+// another group cannot be rewritten to this group's configuration hash,
+// even when the groups share a key (package aggregate hashes the group name
+// into the configuration hash; the subject prefix is not covered), and a
+// recorded message cannot be rebound to another incarnation or sequence
+// number. The MAC is
 // HMAC-SHA256 truncated to [MACSize] = 16 bytes: RFC 2104 (section 5) and
 // NIST SP 800-107 allow truncation to half the hash output, and a 128-bit
 // tag leaves a forger a 2^-128 chance per attempt, while the untruncated 32
-// bytes would almost double a 33-byte message. Receivers compare in constant
-// time (hmac.Equal).
+// bytes would add another 16 bytes to every message. Receivers compare in
+// constant time (hmac.Equal).
 //
-// What the MAC does not stop: it proves that the message was made by a
-// holder of the key, not when. A recorded message can be published again
-// (replayed) by anyone who can publish on the subject. A replay is accepted
-// only while it matches the group's configuration hash and current epoch,
-// since the machines reject other epochs. Within an epoch, pf, pflc and
-// pfcc drop a flow whose sequence number is not newer than the last one
-// received from that peer, so a replayed flow is ignored; ps and ps-iter
-// add up whatever arrives, so a replayed Push-Sum message corrupts that
-// epoch's result; pf-published takes the replayed flow until the peer's
-// next message repairs it; the replay behaviour of pcf, rdb, central, the
-// result broadcast and the runtime's control messages has not been
-// analysed. A group restarted from epoch 1 under the same key and
-// configuration can be fed messages recorded in an earlier life. The MAC
-// does not encrypt: anyone who can subscribe reads the values. Use NATS
-// permissions on the subject prefix, and TLS, for those.
+// What is protected against replay, and what is not. The MAC proves that a
+// message was made by a holder of the key; the incarnations and sequence
+// numbers under it say for which session. A recorded message published
+// again (replayed) by anyone who can publish on the subject is dropped and
+// counted in Stats.Replayed when
+//   - it was recorded in an earlier run, or before the receiving endpoint
+//     was last reopened: it is bound to another incarnation of the receiver;
+//   - it is replayed into the same incarnation (a duplicate): its sequence
+//     number was accepted already, or lies below the window;
+//   - it comes from an incarnation its sender had before restarting, once
+//     the receiver has heard from the new one (each endpoint remembers the
+//     last 16 incarnations of every peer; a peer restarted more often than
+//     that within one incarnation of the receiver could have its oldest
+//     messages replayed once more).
 //
-// Wire version 1 covers signed and unsigned messages; a build older than the
-// MAC reads a signed message as malformed (an unknown flag).
+// A replayed probe is answered (at most one answer per peer per 10 ms to
+// the incarnation the receiver knows for it, and one to any other) but
+// teaches the receiver nothing. Not protected: a message that is delayed,
+// or held back by an attacker, and then delivered for the first time while
+// the receiver is still the incarnation it names is accepted, as it would
+// have been on time, unless the receiver has meanwhile heard from both
+// the sender incarnation it names and a later one; the runtime's epoch
+// check then decides. A genuine message delayed beyond the window (a
+// message of the same sender to the same receiver [ReplayWindow] or more
+// sequence numbers later arrived first) is dropped as a replay, which
+// gossip tolerates as loss. Without a group key
+// the same mechanism keeps runs and restarted nodes from mixing their
+// messages by accident, but it protects nothing: anyone who can publish
+// can forge any message, incarnations and sequence numbers included. The
+// MAC does not encrypt: anyone who can subscribe reads the values. Use
+// NATS permissions on the subject prefix, and TLS, for those.
+//
+// Wire version 2 covers signed and unsigned messages. It does not
+// interoperate with version 1: each reads the other's messages as another
+// version (Stats.Foreign), so every member of a group must run a build of
+// the same wire version.
 const (
 	// WireVersion is the version of the wire format this package writes and
 	// the only one it reads.
-	WireVersion = 1
+	WireVersion = 2
 
 	// MaxPayload is the largest payload, in float64 words, a message may
 	// carry. Decode rejects longer payloads before allocating anything.
@@ -90,15 +141,19 @@ const (
 	// MinKeyLen is the shortest group key accepted, in bytes (128 bits).
 	MinKeyLen = 16
 
-	flagAttach = 0x01
-	flagMAC    = 0x02
-	knownFlags = flagAttach | flagMAC
+	flagAttach    = 0x01
+	flagMAC       = 0x02
+	flagHandshake = 0x04
+	knownFlags    = flagAttach | flagMAC | flagHandshake
 
-	wireMagic   = 0x9E
-	fixedHeader = 12 // magic, version, flags, hash, kind
-	// minMessage is the shortest valid message: the fixed header and five
-	// one-byte varints (from, to, epoch, tag, n = 0).
-	minMessage = fixedHeader + 5
+	wireMagic = 0x9E
+	// fixedHeader is the length of the fixed-width fields: magic, version,
+	// flags, hash, the two incarnations, kind.
+	fixedHeader = 28
+	offKind     = 27
+	// minMessage is the shortest valid message: the fixed header and six
+	// one-byte varints (sequence number, from, to, epoch, tag, n = 0).
+	minMessage = fixedHeader + 6
 )
 
 // Errors returned by [Decode], [Encode] and the transports. Errors wrap them,
@@ -126,6 +181,27 @@ type Header struct {
 	// counts any message whose hash is not its group's.
 	ConfigHash uint64
 
+	// Incarnation is the sending endpoint's incarnation: the random
+	// non-zero number it drew when it was opened. Endpoints drop a message
+	// with incarnation 0 (only hand-made messages have it).
+	Incarnation uint64
+
+	// PeerIncarnation is the incarnation the sender believes the receiving
+	// endpoint has; 0 (unknown) only in a probe. A receiver drops any other
+	// message that is not bound to its own incarnation (Stats.Replayed).
+	PeerIncarnation uint64
+
+	// Seq is the message's sequence number: it increases strictly, from 1,
+	// over the messages one endpoint sends to one receiving node, so that
+	// the receiver can drop duplicates ([ReplayWindow]).
+	Seq uint64
+
+	// Handshake marks a handshake message of the transport (flags bit 2):
+	// a session probe when PeerIncarnation is 0, else a probe answer. Its
+	// message carries only From and To (Kind is gossip.KindInvalid) and is
+	// never delivered to [Endpoint.Messages].
+	Handshake bool
+
 	// Signed reports that the message ends with a MAC (flags bit 1). Decode
 	// sets it without checking the MAC, which takes the key: [DecodeSigned]
 	// checks it, and transports with a key drop what fails. Encode never
@@ -136,7 +212,8 @@ type Header struct {
 // Encode appends the wire encoding of h and m, without a MAC, to dst and
 // returns the extended slice. It fails, wrapping [ErrMalformed], for a
 // message Decode would reject: an invalid kind, or a payload longer than
-// [MaxPayload] (also wrapping [gossip.ErrLength]), and for h.Signed (only
+// [MaxPayload] (also wrapping [gossip.ErrLength]), a handshake message
+// (h.Handshake) carrying anything but From and To, and for h.Signed (only
 // [EncodeSigned] can sign).
 func Encode(dst []byte, h Header, m gossip.Message) ([]byte, error) {
 	if h.Signed {
@@ -159,28 +236,49 @@ func EncodeSigned(dst []byte, h Header, m gossip.Message, key []byte) ([]byte, e
 	return mk.encode(dst, h, m)
 }
 
-func encode(dst []byte, h Header, m gossip.Message, extra byte) ([]byte, error) {
+// checkEncodable reports why h and m cannot be encoded, wrapping
+// [ErrMalformed], or nil.
+func checkEncodable(h Header, m gossip.Message) error {
+	if h.Handshake {
+		if m.Kind != gossip.KindInvalid || m.Epoch != 0 || m.Tag != 0 || len(m.Payload) != 0 || len(m.Attach) != 0 {
+			return fmt.Errorf("%w: a handshake message carries only from and to", ErrMalformed)
+		}
+		return nil
+	}
 	if !m.Kind.Valid() {
-		return dst, fmt.Errorf("%w: cannot encode kind %s", ErrMalformed, m.Kind)
+		return fmt.Errorf("%w: cannot encode kind %s", ErrMalformed, m.Kind)
 	}
 	if len(m.Payload) > MaxPayload {
-		return dst, fmt.Errorf("%w: %w: payload of %d words exceeds %d", ErrMalformed, gossip.ErrLength, len(m.Payload), MaxPayload)
+		return fmt.Errorf("%w: %w: payload of %d words exceeds %d", ErrMalformed, gossip.ErrLength, len(m.Payload), MaxPayload)
 	}
 	if len(m.Attach) > MaxAttach {
-		return dst, fmt.Errorf("%w: %w: attachment of %d bytes exceeds %d", ErrMalformed, gossip.ErrLength, len(m.Attach), MaxAttach)
+		return fmt.Errorf("%w: %w: attachment of %d bytes exceeds %d", ErrMalformed, gossip.ErrLength, len(m.Attach), MaxAttach)
+	}
+	return nil
+}
+
+func encode(dst []byte, h Header, m gossip.Message, extra byte) ([]byte, error) {
+	if err := checkEncodable(h, m); err != nil {
+		return dst, err
 	}
 	flags := extra
 	if len(m.Attach) > 0 {
 		flags |= flagAttach
 	}
-	grow := EncodedLen(m)
+	if h.Handshake {
+		flags |= flagHandshake
+	}
+	grow := EncodedLen(h, m)
 	if flags&flagMAC != 0 {
 		grow += MACSize
 	}
 	dst = slices.Grow(dst, grow)
 	dst = append(dst, wireMagic, WireVersion, flags)
 	dst = binary.LittleEndian.AppendUint64(dst, h.ConfigHash)
+	dst = binary.LittleEndian.AppendUint64(dst, h.Incarnation)
+	dst = binary.LittleEndian.AppendUint64(dst, h.PeerIncarnation)
 	dst = append(dst, byte(m.Kind))
+	dst = binary.AppendUvarint(dst, h.Seq)
 	dst = binary.AppendUvarint(dst, uint64(m.From))
 	dst = binary.AppendUvarint(dst, uint64(m.To))
 	dst = binary.AppendUvarint(dst, m.Epoch)
@@ -196,9 +294,10 @@ func encode(dst []byte, h Header, m gossip.Message, extra byte) ([]byte, error) 
 	return dst, nil
 }
 
-// EncodedLen returns the number of bytes [Encode] writes for m.
-func EncodedLen(m gossip.Message) int {
-	return fixedHeader +
+// EncodedLen returns the number of bytes [Encode] writes for h and m
+// ([EncodeSigned] adds [MACSize]).
+func EncodedLen(h Header, m gossip.Message) int {
+	return fixedHeader + uvarintLen(h.Seq) +
 		uvarintLen(uint64(m.From)) + uvarintLen(uint64(m.To)) +
 		uvarintLen(m.Epoch) + uvarintLen(m.Tag) +
 		uvarintLen(uint64(len(m.Payload))) + 8*len(m.Payload) + attachLen(m.Attach)
@@ -273,11 +372,18 @@ func decode(b []byte) (Header, gossip.Message, error) {
 		b = b[:len(b)-MACSize] // the MAC is checked by DecodeSigned
 	}
 	h.ConfigHash = binary.LittleEndian.Uint64(b[3:11])
-	m.Kind = gossip.Kind(b[11])
-	if !m.Kind.Valid() {
-		return h, m, fmt.Errorf("%w: unknown kind %d", ErrMalformed, b[11])
+	h.Incarnation = binary.LittleEndian.Uint64(b[11:19])
+	h.PeerIncarnation = binary.LittleEndian.Uint64(b[19:27])
+	h.Handshake = flags&flagHandshake != 0
+	m.Kind = gossip.Kind(b[offKind])
+	switch {
+	case h.Handshake && m.Kind != gossip.KindInvalid:
+		return h, m, fmt.Errorf("%w: handshake message of kind %d, want 0", ErrMalformed, b[offKind])
+	case !h.Handshake && !m.Kind.Valid():
+		return h, m, fmt.Errorf("%w: unknown kind %d", ErrMalformed, b[offKind])
 	}
 	r := reader{b: b[fixedHeader:]}
+	h.Seq = r.uvarint("sequence number")
 	from := r.uvarint("from")
 	to := r.uvarint("to")
 	m.Epoch = r.uvarint("epoch")
@@ -285,6 +391,9 @@ func decode(b []byte) (Header, gossip.Message, error) {
 	n := r.uvarint("payload length")
 	if r.err != nil {
 		return h, m, r.err
+	}
+	if h.Handshake && (m.Epoch != 0 || m.Tag != 0 || n != 0 || flags&flagAttach != 0) {
+		return h, m, fmt.Errorf("%w: a handshake message carries only from and to", ErrMalformed)
 	}
 	if from > math.MaxUint32 || to > math.MaxUint32 {
 		return h, m, fmt.Errorf("%w: node id out of range (from %d, to %d)", ErrMalformed, from, to)
@@ -319,6 +428,12 @@ func decode(b []byte) (Header, gossip.Message, error) {
 		}
 	}
 	return h, m, nil
+}
+
+// isHandshake reports whether raw looks like a handshake message of this
+// wire version, from its flags alone (nothing else is checked).
+func isHandshake(raw []byte) bool {
+	return len(raw) > 2 && raw[0] == wireMagic && raw[1] == WireVersion && raw[2]&flagHandshake != 0
 }
 
 // macKey computes and checks the MACs of one group key. Its HMAC states
@@ -357,7 +472,8 @@ func (k *macKey) mac(msg []byte) (*macState, []byte) {
 // encode appends the signed encoding of h and m to dst.
 func (k *macKey) encode(dst []byte, h Header, m gossip.Message) ([]byte, error) {
 	start := len(dst)
-	dst, err := encode(dst, Header{ConfigHash: h.ConfigHash}, m, flagMAC)
+	h.Signed = false
+	dst, err := encode(dst, h, m, flagMAC)
 	if err != nil {
 		return dst, err
 	}

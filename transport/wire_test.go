@@ -26,12 +26,21 @@ func kinds() []gossip.Kind {
 	return ks
 }
 
-// randomMessage draws a message whose fields span their whole ranges and
-// whose payload words are arbitrary bit patterns (NaNs with payloads,
-// infinities, subnormals, negative zero all occur).
+// randomMessage draws a header and message whose fields span their whole
+// ranges and whose payload words are arbitrary bit patterns (NaNs with
+// payloads, infinities, subnormals, negative zero all occur). One in eight
+// is a handshake message, which carries only From and To.
 func randomMessage(rng *rand.Rand) (transport.Header, gossip.Message) {
 	ks := kinds()
 	wide := func() uint64 { return rng.Uint64() >> rng.UintN(64) } // every varint length
+	h := transport.Header{ConfigHash: rng.Uint64(), Incarnation: rng.Uint64(), PeerIncarnation: rng.Uint64(), Seq: wide()}
+	if rng.IntN(8) == 0 {
+		h.Handshake = true
+		if rng.IntN(2) == 0 {
+			h.PeerIncarnation = 0 // a probe
+		}
+		return h, gossip.Message{From: gossip.NodeID(wide()), To: gossip.NodeID(wide())}
+	}
 	m := gossip.Message{
 		From:  gossip.NodeID(wide()),
 		To:    gossip.NodeID(wide()),
@@ -51,7 +60,7 @@ func randomMessage(rng *rand.Rand) (transport.Header, gossip.Message) {
 			m.Attach[i] = byte(rng.Uint32())
 		}
 	}
-	return transport.Header{ConfigHash: rng.Uint64()}, m
+	return h, m
 }
 
 // requireSameMessage compares messages bit for bit (NaN != NaN for ==).
@@ -85,7 +94,7 @@ func TestWireRoundTrip(t *testing.T) {
 		h, m := randomMessage(rng)
 		b, err := transport.Encode(nil, h, m)
 		require.NoError(t, err)
-		require.Len(t, b, transport.EncodedLen(m), "seed %d, message %d", seed, i)
+		require.Len(t, b, transport.EncodedLen(h, m), "seed %d, message %d", seed, i)
 		h2, m2, err := transport.Decode(b)
 		require.NoError(t, err, "seed %d, message %d: %v", seed, i, m)
 		require.Equal(t, h, h2)
@@ -108,13 +117,17 @@ func TestEncodeAppends(t *testing.T) {
 // so that a change to the format cannot go unnoticed (other processes, and
 // other versions of this program, must read it).
 func TestWireLayout(t *testing.T) {
+	h := transport.Header{ConfigHash: 0x0102030405060708, Incarnation: 0x1112131415161718, PeerIncarnation: 0x2122232425262728, Seq: 200}
 	m := gossip.Message{From: 3, To: 300, Kind: gossip.KindFlow, Epoch: 1, Tag: 0, Payload: []float64{1, math.Copysign(0, -1)}}
-	b, err := transport.Encode(nil, transport.Header{ConfigHash: 0x0102030405060708}, m)
+	b, err := transport.Encode(nil, h, m)
 	require.NoError(t, err)
 	want := []byte{
-		0x9E, 1, 0, // magic, version, flags
+		0x9E, 2, 0, // magic, version, flags
 		8, 7, 6, 5, 4, 3, 2, 1, // config hash, little endian
+		0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11, // sender incarnation
+		0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21, // receiver incarnation
 		byte(gossip.KindFlow),
+		0xC8, 0x01, // sequence number 200 = 0b1_1001000
 		3,          // from
 		0xAC, 0x02, // to = 300 = 0b10_0101100: low 7 bits with continuation, then 2
 		1,                            // epoch
@@ -124,11 +137,29 @@ func TestWireLayout(t *testing.T) {
 		0, 0, 0, 0, 0, 0, 0, 0x80, // -0.0 = 0x8000000000000000
 	}
 	require.Equal(t, want, b)
-	// Push-Sum with one component (payload x, w) is 33 bytes, as documented:
-	// 12 fixed, five one-byte varints, two words.
-	b, err = transport.Encode(nil, transport.Header{}, gossip.Message{Kind: gossip.KindPush, Payload: []float64{1, 1}})
+	require.Len(t, b, transport.EncodedLen(h, m))
+	// Push-Sum with one component (payload x, w) is 50 bytes, as documented:
+	// 28 fixed, six one-byte varints, two words.
+	b, err = transport.Encode(nil, transport.Header{Seq: 1}, gossip.Message{Kind: gossip.KindPush, Payload: []float64{1, 1}})
 	require.NoError(t, err)
-	assert.Len(t, b, 12+5+2*8)
+	assert.Len(t, b, 28+6+2*8)
+
+	// A probe answer: flags bit 2, kind 0, epoch, tag and length 0.
+	h = transport.Header{ConfigHash: 5, Incarnation: 6, PeerIncarnation: 7, Seq: 8, Handshake: true}
+	b, err = transport.Encode(nil, h, gossip.Message{From: 1, To: 2})
+	require.NoError(t, err)
+	require.Equal(t, []byte{
+		0x9E, 2, 4,
+		5, 0, 0, 0, 0, 0, 0, 0,
+		6, 0, 0, 0, 0, 0, 0, 0,
+		7, 0, 0, 0, 0, 0, 0, 0,
+		0,                // kind
+		8, 1, 2, 0, 0, 0, // seq, from, to, epoch, tag, n
+	}, b)
+	got, m2, err := transport.Decode(b)
+	require.NoError(t, err)
+	assert.Equal(t, h, got)
+	assert.Equal(t, gossip.Message{From: 1, To: 2}, m2)
 }
 
 func TestEncodeRejects(t *testing.T) {
@@ -141,6 +172,21 @@ func TestEncodeRejects(t *testing.T) {
 	require.ErrorIs(t, err, gossip.ErrLength)
 	_, err = transport.Encode(nil, transport.Header{}, gossip.Message{Kind: gossip.KindPush, Payload: make([]float64, transport.MaxPayload)})
 	require.NoError(t, err, "MaxPayload words are allowed")
+
+	// A handshake message carries only From and To.
+	hs := transport.Header{Handshake: true}
+	for name, m := range map[string]gossip.Message{
+		"kind":    {Kind: gossip.KindPush},
+		"epoch":   {Epoch: 1},
+		"tag":     {Tag: 1},
+		"payload": {Payload: []float64{1}},
+		"attach":  {Attach: []byte{1}},
+	} {
+		_, err := transport.Encode(nil, hs, m)
+		require.ErrorIs(t, err, transport.ErrMalformed, name)
+	}
+	_, err = transport.Encode(nil, hs, gossip.Message{From: 1, To: 2})
+	require.NoError(t, err)
 }
 
 // valid returns the encoding of a small message, with n payload words.
@@ -149,21 +195,36 @@ func valid(t testing.TB, n int) []byte {
 	for i := range m.Payload {
 		m.Payload[i] = float64(i) + 0.5
 	}
-	b, err := transport.Encode(nil, transport.Header{ConfigHash: 42}, m)
+	b, err := transport.Encode(nil, transport.Header{ConfigHash: 42, Incarnation: 1, PeerIncarnation: 2, Seq: 3}, m)
 	require.NoError(t, err)
 	return b
 }
 
-// withVarints builds a message with the fixed header of valid(0) followed by
-// the given raw varint bytes and payload bytes.
+// offKind is the offset of the kind byte, the last of the fixed header.
+const offKind = 27
+
+// withVarints builds a message with the fixed header of a Push message,
+// followed by the given raw varint bytes (sequence number first) and
+// payload bytes.
 func withVarints(tail ...byte) []byte {
-	b := []byte{0x9E, 1, 0, 42, 0, 0, 0, 0, 0, 0, 0, byte(gossip.KindPush)}
+	b := []byte{0x9E, 2, 0, 42, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, byte(gossip.KindPush)}
 	return append(b, tail...)
+}
+
+// handshake builds a handshake message (flags bit 2, kind 0) with the
+// given raw varint bytes after the fixed header.
+func handshake(tail ...byte) []byte {
+	b := withVarints(tail...)
+	b[2] = 4
+	b[offKind] = 0
+	return b
 }
 
 func TestDecodeRejects(t *testing.T) {
 	good := valid(t, 2)
 	flip := func(i int, v byte) []byte { b := append([]byte(nil), good...); b[i] = v; return b }
+	hsAttach := handshake(1, 1, 1, 0, 0, 0, 1, 'a')
+	hsAttach[2] |= 1 // flags: handshake and attachment
 	cases := []struct {
 		name string
 		b    []byte
@@ -174,17 +235,26 @@ func TestDecodeRejects(t *testing.T) {
 		{"json", []byte(`{"from":1}`), transport.ErrMalformed},
 		{"magic only", []byte{0x9E}, transport.ErrMalformed},
 		{"version 0", flip(1, 0), transport.ErrVersion},
-		{"version 2", flip(1, 2), transport.ErrVersion},
+		{"version 1", flip(1, 1), transport.ErrVersion},
+		{"version 3", flip(1, 3), transport.ErrVersion},
 		{"flags", flip(2, 1), transport.ErrMalformed},
-		{"kind 0", flip(11, 0), transport.ErrMalformed},
-		{"kind unknown", flip(11, 99), transport.ErrMalformed},
+		{"flag 3", flip(2, 8), transport.ErrMalformed},
+		{"kind 0", flip(offKind, 0), transport.ErrMalformed},
+		{"kind unknown", flip(offKind, 99), transport.ErrMalformed},
 		{"trailing byte", append(append([]byte(nil), good...), 0), transport.ErrMalformed},
-		{"from not shortest", withVarints(0x81, 0x00, 1, 0, 0, 0), transport.ErrMalformed},
-		{"to beyond uint32", withVarints(1, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0), transport.ErrMalformed},
-		{"epoch overflows", withVarints(1, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0, 0), transport.ErrMalformed},
-		{"length beyond max", withVarints(1, 1, 0, 0, 0x81, 0x80, 0x04), transport.ErrMalformed},
-		{"length beyond bytes", withVarints(1, 1, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0), transport.ErrMalformed},
-		{"length below bytes", withVarints(1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), transport.ErrMalformed},
+		{"seq not shortest", withVarints(0x81, 0x00, 1, 1, 0, 0, 0), transport.ErrMalformed},
+		{"seq overflows", withVarints(0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 1, 1, 0, 0, 0), transport.ErrMalformed},
+		{"from not shortest", withVarints(1, 0x81, 0x00, 1, 0, 0, 0), transport.ErrMalformed},
+		{"to beyond uint32", withVarints(1, 1, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0), transport.ErrMalformed},
+		{"epoch overflows", withVarints(1, 1, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0, 0), transport.ErrMalformed},
+		{"length beyond max", withVarints(1, 1, 1, 0, 0, 0x81, 0x80, 0x04), transport.ErrMalformed},
+		{"length beyond bytes", withVarints(1, 1, 1, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0), transport.ErrMalformed},
+		{"length below bytes", withVarints(1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), transport.ErrMalformed},
+		{"handshake of kind push", flip(2, 4), transport.ErrMalformed},
+		{"handshake with epoch", handshake(1, 1, 1, 1, 0, 0), transport.ErrMalformed},
+		{"handshake with tag", handshake(1, 1, 1, 0, 1, 0), transport.ErrMalformed},
+		{"handshake with payload", handshake(1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0), transport.ErrMalformed},
+		{"handshake with attachment", hsAttach, transport.ErrMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -192,6 +262,9 @@ func TestDecodeRejects(t *testing.T) {
 			require.ErrorIs(t, err, c.want)
 		})
 	}
+	// The well-formed handshake message these were made from decodes.
+	_, _, err := transport.Decode(handshake(1, 1, 1, 0, 0, 0))
+	require.NoError(t, err)
 	// Every strict prefix of a valid message is malformed (or, for the
 	// one-byte prefix, has no version yet).
 	for i := range len(good) {
@@ -203,7 +276,7 @@ func TestDecodeRejects(t *testing.T) {
 // TestDecodeHostileLength checks that a message announcing the largest
 // payload but carrying none is rejected before the payload is allocated.
 func TestDecodeHostileLength(t *testing.T) {
-	b := binary.AppendUvarint(withVarints(1, 1, 0, 0), transport.MaxPayload)
+	b := binary.AppendUvarint(withVarints(1, 1, 1, 0, 0), transport.MaxPayload)
 	const calls = 100
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -258,7 +331,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(valid(f, 0))
 	f.Add([]byte{})
 	f.Add([]byte{0x9E, 1})
-	f.Add(binary.AppendUvarint(withVarints(1, 1, 0, 0), transport.MaxPayload))
+	f.Add([]byte{0x9E, 2})
+	f.Add(binary.AppendUvarint(withVarints(1, 1, 1, 0, 0), transport.MaxPayload))
+	f.Add(handshake(1, 1, 1, 0, 0, 0))
 	for range 8 {
 		h, m := randomMessage(rng)
 		b, err := transport.EncodeSigned(nil, h, m, fuzzKey)
@@ -283,7 +358,9 @@ func FuzzDecode(f *testing.F) {
 		}
 		// Signed: the bytes before the MAC are the canonical unsigned
 		// encoding with flags bit 1 set.
-		again, err := transport.Encode(nil, transport.Header{ConfigHash: h.ConfigHash}, m)
+		unsigned := h
+		unsigned.Signed = false
+		again, err := transport.Encode(nil, unsigned, m)
 		require.NoError(t, err)
 		body := append([]byte(nil), b[:len(b)-transport.MACSize]...)
 		require.Equal(t, byte(2), body[2]&2)
@@ -304,9 +381,10 @@ func FuzzDecode(f *testing.F) {
 
 func TestAttachment(t *testing.T) {
 	m := gossip.Message{From: 1, To: 2, Kind: gossip.KindPush, Payload: []float64{1, 2}, Attach: []byte("cert")}
-	b, err := transport.Encode(nil, transport.Header{ConfigHash: 7}, m)
+	h := transport.Header{ConfigHash: 7, Incarnation: 1, PeerIncarnation: 2, Seq: 3}
+	b, err := transport.Encode(nil, h, m)
 	require.NoError(t, err)
-	assert.Len(t, b, transport.EncodedLen(m))
+	assert.Len(t, b, transport.EncodedLen(h, m))
 	assert.Equal(t, byte(1), b[2], "flags bit 0 announces the attachment")
 	_, got, err := transport.Decode(b)
 	require.NoError(t, err)
