@@ -34,6 +34,7 @@ type benchOutput struct {
 	NATS       string      `json:"nats"`
 	Seed       uint64      `json:"seed"`
 	Algorithms []benchAlgo `json:"algorithms"`
+	Warnings   []string    `json:"warnings"`
 }
 
 func runBench(ctx context.Context, args []string, out *stdio) error {
@@ -74,6 +75,10 @@ func runBench(ctx context.Context, args []string, out *stdio) error {
 		}
 	}
 	s := seed.value()
+	ws := newWarnings("bench", out)
+	if *natsURL != "" {
+		ws.warnNoKey(nf, subjectPrefix(nf.prefix)+".>")
+	}
 	net, err := nf.openNet(ctx, *natsURL, transport.Options{Seed: s, Buffer: 8192})
 	if err != nil {
 		return err
@@ -93,20 +98,20 @@ func runBench(ctx context.Context, args []string, out *stdio) error {
 			if err != nil {
 				return err
 			}
-			_, _, total, _, firstErr := res.check()
-			if firstErr != nil {
+			v := res.check()
+			if v.err != nil {
 				rows[a].Failed++
 				continue
 			}
 			secs[a] = append(secs[a], res.seconds)
-			msgs[a] += float64(total) / float64(*nodes)
+			msgs[a] += float64(v.total) / float64(*nodes)
 		}
 		prog.update(r+1, *runs)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
-	o := benchOutput{Nodes: *nodes, Topology: *topo, Eps: *eps, Runs: *runs, NATS: net.url, Seed: s}
+	o := benchOutput{Nodes: *nodes, Topology: *topo, Eps: *eps, Runs: *runs, NATS: net.url, Seed: s, Warnings: ws.list}
 	rdb := 0.0
 	for a, name := range names {
 		rows[a].Algo = name

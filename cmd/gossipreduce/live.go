@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -44,17 +45,15 @@ type faults struct {
 
 // liveOutcome is one live operation of a whole group.
 type liveOutcome struct {
+	inputs  [][]float64
 	results []aggregate.Result
 	errs    []error
-	alive   []bool
-	exact   []float64
+	alive   []bool // not meant to crash: these members must return a result
 	seconds float64
 	flips   int
 	// excluded sums the neighbours the members declared dead or absent
-	// (false deaths show here); overflow the messages the transport dropped
-	// at full receive buffers during the operation.
+	// (false deaths show here).
 	excluded int
-	overflow uint64
 }
 
 // crashInjector closes its member once it has sent after messages.
@@ -154,11 +153,10 @@ func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config
 		}
 		nodes[i] = nd
 	}
-	out := &liveOutcome{results: make([]aggregate.Result, n), errs: make([]error, n), alive: make([]bool, n)}
+	out := &liveOutcome{inputs: inputs, results: make([]aggregate.Result, n), errs: make([]error, n), alive: make([]bool, n)}
 	opCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	overflow0 := tr.Stats().Overflow
 	var wg sync.WaitGroup
 	for i, nd := range nodes {
 		wg.Add(1)
@@ -169,72 +167,108 @@ func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config
 	}
 	wg.Wait()
 	out.seconds = time.Since(start).Seconds()
-	out.overflow = tr.Stats().Overflow - overflow0
 	for _, nd := range nodes {
 		out.excluded += nd.Stats().Excluded
 		nd.Close()
 	}
-	var survivors [][]float64
-	var weights []float64
 	for i := range nodes {
 		out.alive[i] = !crashing[gossip.NodeID(i)]
-		if out.alive[i] {
-			survivors = append(survivors, inputs[i])
-			weights = append(weights, 1)
-		}
 	}
-	exact, err := gossip.Aggregate(survivors, weights)
-	if err != nil {
-		return nil, err
-	}
-	out.exact = exact
 	for _, f := range flippers {
 		out.flips += len(f.Flips())
 	}
 	return out, nil
 }
 
-// check summarises an outcome: whether every live member got the bitwise
-// same result, the worst relative error against the survivors' aggregate,
-// and the messages sent.
-func (o *liveOutcome) check() (identical bool, worst float64, total, most int, firstErr error) {
-	identical = true
-	var ref []float64
+// verdict is what the results of one operation say.
+type verdict struct {
+	// results counts the members meant to survive that returned a result;
+	// the other fields but total and most are only set when it is positive.
+	results int
+	// value, live and absent are the first result's: its value and the
+	// members it covers. exact is the exact aggregate of the inputs of the
+	// covered members.
+	value, exact []float64
+	live         int
+	absent       []gossip.NodeID
+	// identical: every result has the bitwise same value. worst is the
+	// largest relative error of a result against exact.
+	identical bool
+	worst     float64
+	// total is the messages all members sent, most the most one sent.
+	total, most int
+	// err is the first error of a member meant to survive, or a
+	// disagreement between results on the members they cover.
+	err error
+}
+
+// check judges an outcome: the results of the members meant to survive
+// against the exact aggregate of the members the results say they cover.
+func (o *liveOutcome) check() verdict {
+	v := verdict{identical: true}
+	first := -1
 	for i, r := range o.results {
-		total += r.Messages
-		most = max(most, r.Messages)
+		v.total += r.Messages
+		v.most = max(v.most, r.Messages)
 		if !o.alive[i] {
 			continue
 		}
 		if o.errs[i] != nil {
-			identical = false
-			if firstErr == nil {
-				firstErr = fmt.Errorf("node %d: %w", i, o.errs[i])
+			if v.err == nil {
+				v.err = fmt.Errorf("node %d: %w", i, o.errs[i])
 			}
-			worst = math.Inf(1)
 			continue
 		}
-		if ref == nil {
-			ref = r.Value
+		v.results++
+		if first < 0 {
+			first = i
+			v.value, v.live, v.absent = r.Value, r.Live, r.Absent
+			continue
 		}
-		for c := range ref {
-			if c >= len(r.Value) || math.Float64bits(ref[c]) != math.Float64bits(r.Value[c]) {
-				identical = false
+		if len(r.Value) != len(v.value) {
+			v.identical = false
+		}
+		for c := range min(len(r.Value), len(v.value)) {
+			if math.Float64bits(v.value[c]) != math.Float64bits(r.Value[c]) {
+				v.identical = false
 			}
 		}
-		worst = max(worst, gossip.RelError(r.Value, o.exact))
-	}
-	return identical, worst, total, most, firstErr
-}
-
-// firstResult is the value the first live member returned.
-func (o *liveOutcome) firstResult() []float64 {
-	for i, r := range o.results {
-		if o.alive[i] && o.errs[i] == nil {
-			return r.Value
+		if (r.Live != v.live || !slices.Equal(r.Absent, v.absent)) && v.err == nil {
+			v.err = fmt.Errorf("members disagree on what the result covers: node %d has %s, node %d %s",
+				first, coverage(v.live, len(o.results), v.absent), i, coverage(r.Live, len(o.results), r.Absent))
 		}
 	}
-	return nil
+	if v.results == 0 {
+		return v
+	}
+	absent := map[gossip.NodeID]bool{}
+	for _, a := range v.absent {
+		absent[a] = true
+	}
+	var covered [][]float64
+	var weights []float64
+	for i, in := range o.inputs {
+		if !absent[gossip.NodeID(i)] {
+			covered = append(covered, in)
+			weights = append(weights, 1)
+		}
+	}
+	exact, err := gossip.Aggregate(covered, weights)
+	if err != nil {
+		if v.err == nil {
+			v.err = fmt.Errorf("the result covers no member: %w", err)
+		}
+		return v
+	}
+	v.exact = exact
+	for i, r := range o.results {
+		if o.alive[i] && o.errs[i] == nil {
+			if e := gossip.RelError(r.Value, exact); e > v.worst || math.IsNaN(e) {
+				v.worst = e
+			}
+		}
+	}
+	return v
 }
 
 // drawInputs returns n vectors of k values uniform in [0, 1) for a seed.

@@ -122,16 +122,22 @@ func TestNodePrefixAndKey(t *testing.T) {
 	// A member with another key: its messages are forged to the others and
 	// theirs to it, so the operation cannot complete.
 	wrongKey := writeKey(t, "another key, long enough to use!!")
-	codes, _, errs = runNodes(t, 2, func(i int) []string {
+	codes, outs, errs = runNodes(t, 2, func(i int) []string {
 		k := key
 		if i == 1 {
 			k = wrongKey
 		}
 		return []string{"--nats", srv.ClientURL(), "--key-file", k, "--group", "split", "--timeout", "300ms", "--suspect", "10s"}
 	})
+	forged := 0.0
 	for i := range codes {
 		assert.Equal(t, 1, codes[i], "node %d: %s", i, errs[i])
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal([]byte(outs[i]), &obj), "a failed node still prints its JSON")
+		assert.NotEmpty(t, obj["error"])
+		forged += obj["forged"].(float64)
 	}
+	assert.Positive(t, forged, "the other key's messages are counted as forged")
 }
 
 func TestNATSFlagErrors(t *testing.T) {
@@ -206,4 +212,38 @@ func TestRunAndBenchWithKey(t *testing.T) {
 	code, _, stderr := runCLI(t, "bench", "--nats", srv.ClientURL(), "--user", "bench", "--password", "nope", "--nodes", "2", "--runs", "1")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, `NATS authentication failed: the server refused user "bench" with a password`)
+}
+
+// TestNoKeyWarning: run and bench over an external server without
+// --key-file warn that anybody who can publish can forge results; with a
+// key, or over their embedded server, they do not.
+func TestNoKeyWarning(t *testing.T) {
+	srv, err := transport.StartEmbedded(context.Background(), transport.EmbeddedOptions{})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+	key := writeKey(t, "0123456789abcdef0123456789abcdef")
+	const warning = "warning: no group key: any client that can publish on acme.> at this NATS server can forge messages and results; give every member the same --key-file"
+
+	code, stdout, stderr := runCLI(t, "run", "--nats", srv.ClientURL(), "--prefix", "acme", "--nodes", "2", "--seed", "1", "--json")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "gossipreduce run: "+warning)
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &obj))
+	require.Len(t, obj["warnings"], 1)
+	assert.Contains(t, obj["warnings"].([]any)[0], "--key-file")
+
+	code, _, stderr = runCLI(t, "bench", "--nats", srv.ClientURL(), "--prefix", "acme", "--nodes", "2", "--runs", "1", "--algos", "rdb", "--seed", "1")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "gossipreduce bench: "+warning)
+
+	for _, args := range [][]string{
+		{"run", "--nats", srv.ClientURL(), "--key-file", key},
+		{"bench", "--nats", srv.ClientURL(), "--key-file", key, "--runs", "1", "--algos", "rdb"},
+		{"run"},
+		{"bench", "--runs", "1", "--algos", "rdb"},
+	} {
+		code, _, stderr := runCLI(t, append(args, "--nodes", "2", "--seed", "1")...)
+		require.Equal(t, 0, code, stderr)
+		assert.NotContains(t, stderr, "no group key", args)
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,19 +17,26 @@ func init() {
 	register("node", "one member of a live group, as its own process (see gossipreduce server)", runNode)
 }
 
-// nodeOutput is the JSON of the node verb.
+// nodeOutput is the JSON of the node verb. Result, Live, Absent and Root
+// are what the group agreed on, null when the node failed; Estimate is then
+// this member's own estimate, which the others do not share.
 type nodeOutput struct {
-	Group    string    `json:"group"`
-	ID       int       `json:"id"`
-	Nodes    int       `json:"nodes"`
-	Algo     string    `json:"algo"`
-	Op       string    `json:"op"`
-	Result   []float64 `json:"result"`
-	Live     int       `json:"live"`
-	Epoch    uint64    `json:"epoch"`
-	Root     int       `json:"root"`
-	Messages int       `json:"messages"`
-	Seconds  float64   `json:"seconds"`
+	Group    string          `json:"group"`
+	ID       int             `json:"id"`
+	Nodes    int             `json:"nodes"`
+	Algo     string          `json:"algo"`
+	Op       string          `json:"op"`
+	Result   []float64       `json:"result"`
+	Estimate []float64       `json:"estimate,omitempty"`
+	Live     *int            `json:"live"`
+	Absent   []gossip.NodeID `json:"absent"`
+	Epoch    uint64          `json:"epoch"`
+	Root     *int            `json:"root"`
+	Messages int             `json:"messages"`
+	Seconds  float64         `json:"seconds"`
+	dropCounts
+	Warnings []string `json:"warnings"`
+	Error    string   `json:"error,omitempty"`
 }
 
 func runNode(ctx context.Context, args []string, out *stdio) error {
@@ -45,7 +53,7 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 		eps      = fs.Float64("eps", 1e-9, "target accuracy ε")
 		timeout  = fs.Duration("timeout", 30*time.Second, "give up after this long")
 		suspect  = fs.Duration("suspect", time.Second, "silence after which a member is declared dead")
-		asJSON   = fs.Bool("json", false, "print one JSON object")
+		asJSON   = fs.Bool("json", false, "print one JSON object (also when the node fails, with an error field)")
 	)
 	nf := addNATSFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -69,12 +77,45 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
+	op := "average"
+	if *sum {
+		op = "sum"
+	}
+	o := nodeOutput{Group: *group, ID: *id, Nodes: *nodes, Algo: *algoName, Op: op}
+	// The node always talks through a NATS server outside this process.
+	ws := newWarnings("node", out)
+	ws.warnPushSum(*algoName, nil)
+	ws.warnNoKey(nf, subjectPrefix(nf.prefix)+"."+*group+".*")
+	err = joinAndReduce(ctx, &o, nf, strings.Split(*natsURL, ","), cfg, vec, *sum, *timeout)
+	o.Warnings = ws.list
+	if err != nil {
+		o.Error = err.Error()
+	}
+	if *asJSON {
+		if werr := writeJSON(out.Stdout, o); werr != nil {
+			err = errors.Join(err, werr)
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out.Stdout, "node %d of %s: %s = %v\n", o.ID, o.Group, op, o.Result)
+	fmt.Fprintf(out.Stdout, "  covers    %s\n", coverage(*o.Live, o.Nodes, o.Absent))
+	fmt.Fprintf(out.Stdout, "  epoch %d, root %d, %d messages, %.4f s\n", o.Epoch, *o.Root, o.Messages, o.Seconds)
+	fmt.Fprintf(out.Stdout, "  dropped   %v\n", o.dropCounts)
+	return nil
+}
+
+// joinAndReduce connects, joins the group and runs the node's one
+// operation, filling in o what it learns, also when it fails.
+func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []string, cfg aggregate.Config, vec []float64, sum bool, timeout time.Duration) error {
 	opts, err := nf.options(transport.Options{})
 	if err != nil {
 		return err
 	}
-	opts.Name = fmt.Sprintf("gossipreduce-%s-%d", *group, *id)
-	tr, err := transport.Connect(ctx, strings.Split(*natsURL, ","), opts)
+	opts.Name = fmt.Sprintf("gossipreduce-%s-%d", cfg.Group, cfg.ID)
+	tr, err := transport.Connect(ctx, urls, opts)
 	if err != nil {
 		return err
 	}
@@ -84,24 +125,57 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 		return err
 	}
 	defer nd.Close()
-	opCtx, cancel := context.WithTimeout(ctx, *timeout)
+	opCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	op, do := "average", nd.Average
-	if *sum {
-		op, do = "sum", nd.Sum
+	do := nd.Average
+	if sum {
+		do = nd.Sum
 	}
 	res, err := do(opCtx, vec)
+	o.dropCounts = dropsOf(tr.Stats())
+	o.Epoch, o.Messages, o.Seconds = res.Epoch, res.Messages, res.Elapsed.Seconds()
 	if err != nil {
+		// A member that has pushed all its weight away has no estimate
+		// (0/0): leave it out.
+		if gossip.CheckFinite(res.Value) == nil {
+			o.Estimate = res.Value
+		}
+		if o.dropCounts.any() {
+			err = fmt.Errorf("%w (messages dropped by the transport: %v)", err, o.dropCounts)
+		}
 		return err
 	}
-	o := nodeOutput{Group: *group, ID: *id, Nodes: *nodes, Algo: *algoName, Op: op, Result: res.Value,
-		Live: res.Live, Epoch: res.Epoch, Root: int(res.Root), Messages: res.Messages, Seconds: res.Elapsed.Seconds()}
-	if *asJSON {
-		return writeJSON(out.Stdout, o)
-	}
-	fmt.Fprintf(out.Stdout, "node %d of %s: %s = %v (%d live members, root %d, %d messages, %.4f s)\n",
-		o.ID, o.Group, op, o.Result, o.Live, o.Root, o.Messages, o.Seconds)
+	root := int(res.Root)
+	o.Result, o.Live, o.Absent, o.Root = res.Value, &res.Live, nonNilIDs(res.Absent), &root
 	return nil
+}
+
+// nonNilIDs returns ids, or an empty list for nil (JSON [] rather than
+// null: no member is absent).
+func nonNilIDs(ids []gossip.NodeID) []gossip.NodeID {
+	if ids == nil {
+		return []gossip.NodeID{}
+	}
+	return ids
+}
+
+// coverage describes the members a result covers: "7 of 8 members live,
+// absent 3".
+func coverage(live, nodes int, absent []gossip.NodeID) string {
+	s := fmt.Sprintf("%d of %d members live", live, nodes)
+	if len(absent) == 0 {
+		return s + ", none absent"
+	}
+	return s + ", absent " + idList(absent)
+}
+
+// idList formats member ids as "1 3 5".
+func idList(ids []gossip.NodeID) string {
+	f := make([]string, len(ids))
+	for i, id := range ids {
+		f[i] = id.String()
+	}
+	return strings.Join(f, " ")
 }
 
 // parseVector reads "1.5,2,-3" into finite float64s.

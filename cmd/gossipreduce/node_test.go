@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -77,4 +78,72 @@ func TestBenchJSONContract(t *testing.T) {
 	}
 	code, _, _ := runCLI(t, "bench", "--algos", "ps,magic")
 	assert.Equal(t, 2, code)
+}
+
+// TestNodeJSONCoverage: a node's JSON says whom the result covers and what
+// the transport dropped, and warns that the group has no key.
+func TestNodeJSONCoverage(t *testing.T) {
+	ctx := context.Background()
+	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+
+	codes, stdouts, stderrs := runNodes(t, 3, func(int) []string { return []string{"--nats", srv.ClientURL(), "--group", "cover"} })
+	for i := range codes {
+		require.Equal(t, 0, codes[i], "node %d: %s", i, stderrs[i])
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal([]byte(stdouts[i]), &obj))
+		for _, f := range []string{"result", "live", "absent", "epoch", "root", "forged", "replayed", "malformed", "foreign", "overflow", "warnings"} {
+			assert.Contains(t, obj, f, "node %d", i)
+		}
+		assert.NotContains(t, obj, "error")
+		assert.NotContains(t, obj, "estimate")
+		assert.Equal(t, 3.0, obj["live"])
+		assert.Equal(t, []any{}, obj["absent"], "nobody absent: [], not null")
+		assert.Equal(t, 1.0, obj["epoch"])
+		assert.Equal(t, 0.0, obj["forged"])
+		assert.Equal(t, 0.0, obj["malformed"])
+		assert.Contains(t, stderrs[i], "no group key")
+		assert.Contains(t, stderrs[i], "--key-file")
+		require.Len(t, obj["warnings"], 1)
+		assert.Contains(t, obj["warnings"].([]any)[0], "cover.*", "the warning names the group's subjects")
+	}
+}
+
+// TestNodeFailure: a member whose peer never starts gives up at --timeout;
+// with --json it still prints one object, with the error and its own
+// estimate (not a result), and exits 1; in text it prints nothing on
+// stdout and the error on stderr.
+func TestNodeFailure(t *testing.T) {
+	ctx := context.Background()
+	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+	key := writeKey(t, "0123456789abcdef0123456789abcdef")
+	args := []string{"node", "--nats", srv.ClientURL(), "--key-file", key, "--group", "alone", "--nodes", "2", "--id", "0",
+		"--value", "4", "--algo", "ps", "--timeout", "300ms"}
+
+	code, stdout, stderr := runCLI(t, append(args, "--json")...)
+	assert.Equal(t, 1, code, stderr)
+	dec := json.NewDecoder(bytes.NewBufferString(stdout))
+	var obj map[string]any
+	require.NoError(t, dec.Decode(&obj), stdout)
+	assert.False(t, dec.More(), "exactly one JSON object")
+	assert.Contains(t, obj["error"], "not converged")
+	assert.Nil(t, obj["result"], "no result: the estimate is not one")
+	assert.Nil(t, obj["live"])
+	assert.Nil(t, obj["absent"])
+	assert.Nil(t, obj["root"])
+	assert.Equal(t, []any{4.0}, obj["estimate"], "Push-Sum's estimate of a member that heard nobody is its own value")
+	assert.Equal(t, 0.0, obj["forged"])
+	require.Len(t, obj["warnings"], 1, "Push-Sum, but a key")
+	assert.Contains(t, obj["warnings"].([]any)[0], "not fault-tolerant")
+	assert.Contains(t, stderr, "not converged")
+
+	code, stdout, stderr = runCLI(t, args...)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "gossipreduce node: warning: Push-Sum (ps) is not fault-tolerant")
+	assert.Contains(t, stderr, "not converged")
+	assert.NotContains(t, stderr, "no group key")
 }

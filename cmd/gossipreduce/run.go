@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,15 +22,22 @@ func init() {
 }
 
 // runOutput is the JSON of the run verb (field names are a contract).
+// Figures that need a result (result, exact, max_rel_error, identical,
+// live, absent) are null when no run produced one.
 type runOutput struct {
-	Algo        string    `json:"algo"`
-	Topology    string    `json:"topology"`
-	Nodes       int       `json:"nodes"`
-	Runs        int       `json:"runs"`
+	Algo     string `json:"algo"`
+	Topology string `json:"topology"`
+	Nodes    int    `json:"nodes"`
+	Runs     int    `json:"runs"`
+	// Result is the last result; Exact the exact aggregate of the inputs
+	// of the members it covers, and MaxRelError the worst error of any
+	// result against that of its run.
 	Result      []float64 `json:"result"`
 	Exact       []float64 `json:"exact"`
-	MaxRelError float64   `json:"max_rel_error"`
-	Identical   bool      `json:"identical"`
+	MaxRelError *float64  `json:"max_rel_error"`
+	// Identical: in every run, the members that returned a result
+	// returned the same bits.
+	Identical *bool `json:"identical"`
 	// Messages is the mean over runs of all messages sent by all members;
 	// MaxMsgs the most one member sent in any run.
 	Messages float64 `json:"messages"`
@@ -41,18 +50,37 @@ type runOutput struct {
 	// WorseThanEps counts runs that returned a result (no error) further
 	// than eps from the exact aggregate: a false early termination.
 	WorseThanEps int `json:"worse_than_eps"`
-	Live         int `json:"live"`
-	Flips        int `json:"flips"`
+	// Live and Absent are what the results say they cover (Result.Live
+	// and Result.Absent). When runs covered different members
+	// (CoverageDiffers), Live is the smallest and Absent the union over
+	// the runs; PerRun has each run's.
+	Live            *int            `json:"live"`
+	Absent          []gossip.NodeID `json:"absent"`
+	CoverageDiffers bool            `json:"coverage_differs"`
+	PerRun          []runCoverage   `json:"per_run"`
+	Flips           int             `json:"flips"`
 	// Excluded is the neighbours declared dead or absent, summed over the
 	// members and runs (crashed members are declared dead by each of their
-	// neighbours; more than that are false deaths). Overflow is messages
-	// dropped because a member's receive buffer was full: the group was
-	// sending faster than it could read.
-	Excluded int    `json:"excluded"`
-	Overflow uint64 `json:"overflow"`
-	Seed     uint64 `json:"seed"`
-	NATS     string `json:"nats"`
-	Error    string `json:"error,omitempty"`
+	// neighbours; more than that are false deaths).
+	Excluded int `json:"excluded"`
+	// The messages the transport dropped on arrival, over all runs;
+	// overflow means a full receive buffer: the group was sending faster
+	// than it could read.
+	dropCounts
+	Seed     uint64   `json:"seed"`
+	NATS     string   `json:"nats"`
+	Warnings []string `json:"warnings"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// runCoverage is one run's coverage: null live and absent when no member
+// returned a result.
+type runCoverage struct {
+	Run    int             `json:"run"`
+	Seed   uint64          `json:"seed"`
+	Live   *int            `json:"live"`
+	Absent []gossip.NodeID `json:"absent"`
+	Error  string          `json:"error,omitempty"`
 }
 
 func runLive(ctx context.Context, args []string, out *stdio) error {
@@ -122,14 +150,47 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 		return usagef("%v", err)
 	}
 	s := seed.value()
+	ws := newWarnings("run", out)
+	var requested []string
+	if *loss > 0 {
+		requested = append(requested, fmt.Sprintf("--loss %v", *loss))
+	}
+	if *crash > 0 {
+		requested = append(requested, fmt.Sprintf("--crash %d", *crash))
+	}
+	if *crashRoot {
+		requested = append(requested, "--crash-root")
+	}
+	if *flipBit >= 0 {
+		requested = append(requested, fmt.Sprintf("--flip-bit %d", *flipBit))
+	}
+	if *flipRate > 0 {
+		requested = append(requested, fmt.Sprintf("--flip-rate %v", *flipRate))
+	}
+	if len(requested) > 0 {
+		ws.warnPushSum(*algoName, requested)
+	}
+	if *natsURL != "" {
+		ws.warnNoKey(nf, subjectPrefix(nf.prefix)+".>")
+	}
 	net, err := nf.openNet(ctx, *natsURL, transport.Options{Loss: *loss, Seed: s, Buffer: 8192})
 	if err != nil {
 		return err
 	}
 	defer net.Close()
 
-	o := runOutput{Algo: *algoName, Topology: *topo, Nodes: *nodes, Runs: *runs, Identical: true, Seed: s, NATS: net.url}
-	var secs []float64
+	o := runOutput{Algo: *algoName, Topology: *topo, Nodes: *nodes, Runs: *runs, Seed: s, NATS: net.url, Warnings: ws.list}
+	var (
+		secs      []float64
+		messages  int
+		worst     float64
+		identical = true
+		liveMin   = math.MaxInt
+		covered   bool // a run had a result
+		absent    = map[gossip.NodeID]bool{}
+		firstErr  error // of the first failed run
+		stopErr   error // what stopped the runs early
+	)
 	prog := newProgress(out.Stderr, "run")
 	for i := range *runs {
 		rs := s + uint64(i)
@@ -149,81 +210,173 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 		cfg.Seed = rs
 		res, err := runGroup(ctx, net.tr, cfg, drawInputs(*nodes, *comps, rs), f, *timeout)
 		if err != nil {
-			return err
-		}
-		identical, worst, total, most, firstErr := res.check()
-		if firstErr != nil {
+			// The group could not be set up: a failed run, and the last.
 			o.Failed++
-			if o.Error == "" {
-				o.Error = fmt.Sprintf("run %d (seed %d): %v", i, rs, firstErr)
+			o.PerRun = append(o.PerRun, runCoverage{Run: i, Seed: rs, Error: err.Error()})
+			if firstErr == nil {
+				firstErr = fmt.Errorf("run %d (seed %d): %w", i, rs, err)
+			}
+			if i+1 < *runs {
+				stopErr = fmt.Errorf("stopped after %d of %d runs", i+1, *runs)
+			}
+			break
+		}
+		v := res.check()
+		pr := runCoverage{Run: i, Seed: rs}
+		if v.err != nil {
+			o.Failed++
+			pr.Error = v.err.Error()
+			if firstErr == nil {
+				firstErr = fmt.Errorf("run %d (seed %d): %w", i, rs, v.err)
 			}
 		}
-		o.Identical = o.Identical && identical
-		if firstErr == nil && !(worst <= *eps) {
-			o.WorseThanEps++
+		if v.results > 0 {
+			pr.Live, pr.Absent = &v.live, nonNilIDs(v.absent)
+			// Until now every run with a result covered the same members
+			// (else CoverageDiffers is set already): liveMin and absent
+			// are theirs.
+			if covered && (v.live != liveMin || len(v.absent) != len(absent)) {
+				o.CoverageDiffers = true
+			}
+			for _, a := range v.absent {
+				if covered && !absent[a] {
+					o.CoverageDiffers = true
+				}
+				absent[a] = true
+			}
+			liveMin, covered = min(liveMin, v.live), true
+			identical = identical && v.identical
+			if v.worst > worst || math.IsNaN(v.worst) {
+				worst = v.worst
+			}
+			if v.err == nil && !(v.worst <= *eps) {
+				o.WorseThanEps++
+			}
+			o.Result, o.Exact = v.value, v.exact
 		}
-		if worst > o.MaxRelError || math.IsNaN(worst) {
-			o.MaxRelError = worst
-		}
-		o.Messages += float64(total) / float64(*runs)
-		o.MaxMsgs = max(o.MaxMsgs, most)
-		o.Result, o.Exact = res.firstResult(), res.exact
-		o.Live = *nodes - len(f.crash)
+		o.PerRun = append(o.PerRun, pr)
+		messages += v.total
+		o.MaxMsgs = max(o.MaxMsgs, v.most)
 		o.Flips += res.flips
 		o.Excluded += res.excluded
-		o.Overflow += res.overflow
 		secs = append(secs, res.seconds)
 		o.SecondsMax = max(o.SecondsMax, res.seconds)
 		if *runs > 1 {
 			prog.update(i+1, *runs)
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if ctx.Err() != nil && i+1 < *runs {
+			stopErr = fmt.Errorf("stopped after %d of %d runs: %w", i+1, *runs, ctx.Err())
+			break
 		}
 	}
+	o.dropCounts = dropsOf(net.tr.Stats())
+	if done := len(o.PerRun); done > 0 {
+		o.Messages = float64(messages) / float64(done)
+	}
 	o.Seconds = median(secs)
+	if covered {
+		o.MaxRelError, o.Identical = &worst, &identical
+		o.Live = &liveMin
+		o.Absent = []gossip.NodeID{}
+		for a := range absent {
+			o.Absent = append(o.Absent, a)
+		}
+		slices.Sort(o.Absent)
+	}
+	// The error the command ends with, also in the output.
+	err = nil
+	switch {
+	case o.Failed > 0:
+		err = fmt.Errorf("%d of %d runs failed; first: %w", o.Failed, o.Runs, firstErr)
+	case o.WorseThanEps > 0:
+		err = fmt.Errorf("%d of %d runs returned a result worse than eps %g", o.WorseThanEps, o.Runs, *eps)
+	}
+	if stopErr != nil {
+		if err != nil {
+			err = fmt.Errorf("%w; %w", stopErr, err)
+		} else {
+			err = stopErr
+		}
+	}
+	if err != nil {
+		o.Error = err.Error()
+	}
 	if *asJSON {
-		if err := writeJSON(out.Stdout, sanitizeRun(o)); err != nil {
-			return err
+		if werr := writeJSON(out.Stdout, sanitizeRun(o)); werr != nil && err == nil {
+			err = werr
 		}
 	} else {
 		printRun(out, o)
 	}
-	if o.Failed > 0 {
-		return fmt.Errorf("%d of %d runs failed; first: %s", o.Failed, o.Runs, o.Error)
-	}
-	if o.WorseThanEps > 0 {
-		return fmt.Errorf("%d of %d runs returned a result worse than eps %g", o.WorseThanEps, o.Runs, *eps)
-	}
-	return nil
+	return err
 }
 
 // sanitizeRun replaces an infinite error (JSON has no Inf) by MaxFloat64.
 func sanitizeRun(o runOutput) runOutput {
-	if math.IsInf(o.MaxRelError, 0) || math.IsNaN(o.MaxRelError) {
-		o.MaxRelError = math.MaxFloat64
+	if e := o.MaxRelError; e != nil && (math.IsInf(*e, 0) || math.IsNaN(*e)) {
+		o.MaxRelError = new(math.MaxFloat64)
 	}
 	return o
 }
 
 func printRun(out *stdio, o runOutput) {
-	fmt.Fprintf(out.Stdout, "live all-reduce: %s on %s, %d members, %d run(s), seed %d, NATS %s\n", o.Algo, o.Topology, o.Nodes, o.Runs, o.Seed, o.NATS)
-	fmt.Fprintf(out.Stdout, "  result          %v\n", o.Result)
-	fmt.Fprintf(out.Stdout, "  exact           %v\n", o.Exact)
-	fmt.Fprintf(out.Stdout, "  max rel error   %.3g\n", o.MaxRelError)
-	fmt.Fprintf(out.Stdout, "  identical       %v (every live member returned the same bits)\n", o.Identical)
-	fmt.Fprintf(out.Stdout, "  worse than eps  %d of %d runs\n", o.WorseThanEps, o.Runs)
-	fmt.Fprintf(out.Stdout, "  live members    %d of %d\n", o.Live, o.Nodes)
-	fmt.Fprintf(out.Stdout, "  messages        %.0f per run (%.1f per member), most by one member %d\n", o.Messages, o.Messages/float64(o.Nodes), o.MaxMsgs)
-	fmt.Fprintf(out.Stdout, "  time            %.4f s median, %.4f s slowest\n", o.Seconds, o.SecondsMax)
+	w := out.Stdout
+	fmt.Fprintf(w, "live all-reduce: %s on %s, %d members, %d run(s), seed %d, NATS %s\n", o.Algo, o.Topology, o.Nodes, o.Runs, o.Seed, o.NATS)
+	if o.Error != "" {
+		fmt.Fprintf(w, "  error           %s\n", o.Error)
+	}
+	if o.Live == nil {
+		fmt.Fprintf(w, "  result          none: no member returned one\n")
+	} else {
+		fmt.Fprintf(w, "  result          %v\n", o.Result)
+		fmt.Fprintf(w, "  exact           %v (of the members the result covers)\n", o.Exact)
+		fmt.Fprintf(w, "  max rel error   %.3g\n", *o.MaxRelError)
+		fmt.Fprintf(w, "  identical       %v (the members that returned a result returned the same bits)\n", *o.Identical)
+		fmt.Fprintf(w, "  worse than eps  %d of %d runs\n", o.WorseThanEps, o.Runs)
+		printCoverage(w, o)
+	}
+	fmt.Fprintf(w, "  messages        %.0f per run (%.1f per member), most by one member %d\n", o.Messages, o.Messages/float64(o.Nodes), o.MaxMsgs)
+	fmt.Fprintf(w, "  time            %.4f s median, %.4f s slowest\n", o.Seconds, o.SecondsMax)
+	fmt.Fprintf(w, "  dropped         %v\n", o.dropCounts)
 	if o.Flips > 0 {
-		fmt.Fprintf(out.Stdout, "  bit flips       %d\n", o.Flips)
+		fmt.Fprintf(w, "  bit flips       %d\n", o.Flips)
 	}
-	if o.Excluded > 0 || o.Overflow > 0 {
-		fmt.Fprintf(out.Stdout, "  excluded        %d neighbours declared dead; %d messages dropped at full receive buffers\n", o.Excluded, o.Overflow)
+	if o.Excluded > 0 {
+		fmt.Fprintf(w, "  excluded        %d neighbours declared dead\n", o.Excluded)
 	}
-	if o.Failed > 0 {
-		fmt.Fprintf(out.Stdout, "  FAILED          %d run(s): %s\n", o.Failed, o.Error)
+}
+
+// printCoverage prints the members the results cover: one line when every
+// run covered the same, else the range, the union of the absent and each
+// run's (up to a screenful).
+func printCoverage(w io.Writer, o runOutput) {
+	if !o.CoverageDiffers {
+		fmt.Fprintf(w, "  covers          %s\n", coverage(*o.Live, o.Nodes, o.Absent))
+		return
+	}
+	most := *o.Live
+	for _, r := range o.PerRun {
+		if r.Live != nil {
+			most = max(most, *r.Live)
+		}
+	}
+	live := fmt.Sprintf("%d", most)
+	if most != *o.Live {
+		live = fmt.Sprintf("%d to %d", *o.Live, most)
+	}
+	fmt.Fprintf(w, "  covers          runs differ: %s of %d members live; absent in some run: %s\n", live, o.Nodes, idList(o.Absent))
+	const lines = 10
+	shown := 0
+	for _, r := range o.PerRun {
+		if r.Live == nil {
+			continue
+		}
+		if shown == lines {
+			fmt.Fprintf(w, "                  … (every run in --json)\n")
+			break
+		}
+		fmt.Fprintf(w, "    run %-4d      %s\n", r.Run, coverage(*r.Live, o.Nodes, r.Absent))
+		shown++
 	}
 }
 

@@ -1,18 +1,33 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/aggregate"
+	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
 func TestRunLiveJSONContract(t *testing.T) {
 	obj := jsonObject(t, "run", "--nodes", "8", "--eps", "1e-9", "--seed", "3", "--runs", "2", "--json")
-	for _, f := range []string{"algo", "topology", "nodes", "result", "exact", "max_rel_error", "identical", "messages", "max_msgs", "seconds", "excluded", "overflow"} {
+	for _, f := range []string{"algo", "topology", "nodes", "result", "exact", "max_rel_error", "identical", "messages", "max_msgs", "seconds", "excluded",
+		"live", "absent", "coverage_differs", "per_run", "forged", "replayed", "malformed", "foreign", "overflow", "warnings"} {
 		assert.Contains(t, obj, f)
 	}
+	assert.NotContains(t, obj, "error")
+	assert.Equal(t, 8.0, obj["live"], "from the results")
+	assert.Equal(t, []any{}, obj["absent"])
+	assert.Equal(t, false, obj["coverage_differs"])
+	assert.Len(t, obj["per_run"], 2)
+	assert.Equal(t, 0.0, obj["forged"])
+	assert.Equal(t, []any{}, obj["warnings"], "the embedded server needs no key; pfcc is fault-tolerant")
 	assert.Equal(t, "pfcc", obj["algo"])
 	assert.Equal(t, 8.0, obj["nodes"])
 	assert.Equal(t, true, obj["identical"])
@@ -27,9 +42,105 @@ func TestRunLiveFaults(t *testing.T) {
 	obj := jsonObject(t, "run", "--nodes", "8", "--eps", "1e-9", "--seed", "4", "--crash", "1", "--crash-root",
 		"--suspect", "200ms", "--flip-bit", "60", "--loss", "0.05", "--json")
 	assert.Equal(t, true, obj["identical"])
+	// What the results say they cover: the root and one other crashed.
 	assert.Equal(t, 6.0, obj["live"])
+	absent := obj["absent"].([]any)
+	require.Len(t, absent, 2)
+	assert.Equal(t, 0.0, absent[0], "the root crashed")
+	assert.Equal(t, absent, obj["per_run"].([]any)[0].(map[string]any)["absent"])
 	assert.LessOrEqual(t, obj["max_rel_error"].(float64), 1e-9, "within eps of the survivors' average")
 	assert.GreaterOrEqual(t, obj["excluded"].(float64), 2.0, "both crashed members were declared dead by somebody")
+	assert.Equal(t, []any{}, obj["warnings"], "pfcc tolerates the faults")
+}
+
+// TestRunPushSumWarning: Push-Sum with faults is warned about, on stderr
+// and in the JSON; without faults, or with pfcc, it is not.
+func TestRunPushSumWarning(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "run", "--algo", "ps", "--loss", "0.1", "--nodes", "4", "--seed", "2", "--timeout", "2s", "--json")
+	assert.NotEqual(t, 2, code, stderr) // lost mass may make the result wrong (exit 1)
+	assert.Contains(t, stderr, "gossipreduce run: warning: Push-Sum (ps) is not fault-tolerant (requested: --loss 0.1)")
+	assert.Contains(t, stderr, "use --algo pfcc")
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &obj), stdout)
+	require.Len(t, obj["warnings"], 1)
+	assert.Contains(t, obj["warnings"].([]any)[0], "not fault-tolerant")
+
+	// The other faults, against a server that is not there: the warning
+	// comes before the connection fails.
+	for _, faults := range [][]string{{"--crash", "1"}, {"--crash-root"}, {"--flip-bit", "3"}, {"--flip-rate", "0.001"}} {
+		args := append([]string{"run", "--algo", "ps-iter", "--nodes", "4", "--nats", "nats://127.0.0.1:1"}, faults...)
+		code, _, stderr := runCLI(t, args...)
+		assert.Equal(t, 1, code, stderr)
+		assert.Contains(t, stderr, "Push-Sum (ps-iter) is not fault-tolerant (requested: "+strings.Join(faults, " ")+")")
+	}
+	for _, args := range [][]string{
+		{"run", "--algo", "ps", "--loss", "0", "--flip-bit", "-1", "--crash", "0"},
+		{"run", "--algo", "pfcc", "--loss", "0.1", "--crash", "1"},
+	} {
+		code, _, stderr := runCLI(t, append(args, "--nodes", "4", "--nats", "nats://127.0.0.1:1")...)
+		assert.Equal(t, 1, code, stderr)
+		assert.NotContains(t, stderr, "fault-tolerant", args)
+	}
+}
+
+// TestRunFailed: when no member returns a result, run says it failed and
+// why, and prints none of the figures that need a result.
+func TestRunFailed(t *testing.T) {
+	// A deadline that has passed before the members start.
+	args := []string{"run", "--nodes", "2", "--seed", "1", "--timeout", "1ns"}
+	code, stdout, stderr := runCLI(t, append(args, "--json")...)
+	assert.Equal(t, 1, code, stderr)
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &obj), stdout)
+	assert.Contains(t, obj["error"], "1 of 1 runs failed")
+	assert.Contains(t, obj["error"], "not converged")
+	assert.Equal(t, 1.0, obj["failed_runs"])
+	for _, f := range []string{"result", "exact", "max_rel_error", "identical", "live", "absent"} {
+		assert.Contains(t, obj, f)
+		assert.Nil(t, obj[f], f)
+	}
+	assert.Nil(t, obj["per_run"].([]any)[0].(map[string]any)["live"])
+	assert.NotContains(t, stdout, "1.797")
+
+	code, stdout, stderr = runCLI(t, args...)
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stdout, "error           1 of 1 runs failed")
+	assert.Contains(t, stdout, "result          none")
+	for _, s := range []string{"max rel error", "identical", "Inf", "exact", "covers"} {
+		assert.NotContains(t, stdout, s)
+	}
+}
+
+// TestCheckCoverage: check compares the results with the exact aggregate
+// of the members they say they cover, and fails an operation whose members
+// disagree on that.
+func TestCheckCoverage(t *testing.T) {
+	in := [][]float64{{1}, {2}, {3}, {6}}
+	res := func(v float64, absent ...gossip.NodeID) aggregate.Result {
+		return aggregate.Result{Value: []float64{v}, Live: 4 - len(absent), Absent: absent, Messages: 1}
+	}
+	o := &liveOutcome{inputs: in, errs: make([]error, 4), alive: []bool{true, true, false, true},
+		results: []aggregate.Result{res(3, 2), res(3, 2), {}, res(3, 2)}}
+	v := o.check()
+	require.NoError(t, v.err)
+	assert.Equal(t, 3, v.results)
+	assert.Equal(t, []float64{3}, v.exact, "the average of 1, 2 and 6: member 2 is absent")
+	assert.Equal(t, 3, v.live)
+	assert.Equal(t, []gossip.NodeID{2}, v.absent)
+	assert.True(t, v.identical)
+	assert.Zero(t, v.worst)
+	assert.Equal(t, 3, v.total)
+
+	o.results[3] = res(3)
+	v = o.check()
+	require.Error(t, v.err)
+	assert.Contains(t, v.err.Error(), "members disagree on what the result covers: node 0 has 3 of 4 members live, absent 2, node 3 4 of 4 members live, none absent")
+
+	o.errs = []error{errors.New("boom"), errors.New("boom"), nil, errors.New("boom")}
+	v = o.check()
+	assert.Zero(t, v.results)
+	assert.Nil(t, v.exact)
+	assert.ErrorContains(t, v.err, "node 0: boom")
 }
 
 func TestSharedIdleGrowsWithMembersPerCore(t *testing.T) {
