@@ -94,7 +94,7 @@ type op struct {
 	told       map[gossip.NodeID]time.Duration // members: when last sent a result, abort or exclusion
 	lastHeard  time.Duration                   // when any neighbour was last heard from
 	sent       int
-	bcast      bool // this member started the result broadcast
+	px         paxos // deciding one value (see commit.go)
 	becameRoot time.Duration
 	rootSince  bool
 	done       bool
@@ -538,6 +538,17 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 		}
 	case tagPong:
 		// Proof of life; heard was updated above.
+	case tagPrepare, tagPromise, tagPropose, tagAccepted, tagNack:
+		switch {
+		case o.done:
+			if msg.Tag == tagPrepare || msg.Tag == tagPropose {
+				m.answerLate(now, o, msg.From)
+			}
+		case o.cert != nil:
+			m.paxosStep(now, o, msg)
+		default:
+			m.reject("paxos", msg, gossip.ErrForeignMessage)
+		}
 	default:
 		if msg.Tag >= uint64(m.r.n) {
 			m.reject("control", msg, gossip.ErrForeignMessage)
@@ -626,6 +637,7 @@ func (m *Machine) tickOp(now time.Duration) {
 			o.inj.InjectState(m.point(now, o), o.m)
 		}
 	}
+	m.paxosTick(now)
 	m.checkDone(now)
 }
 
@@ -663,7 +675,7 @@ func (m *Machine) checkDone(now time.Duration) {
 	}
 	// A side without a majority of the group never decides: it cannot tell
 	// the others' silence from a partition, and the other side may decide.
-	if o.bcast || !o.cert.complete() || o.cert.root() != int(m.r.ID) || o.cert.live() < Quorum(m.r.n) {
+	if o.px.phase != 0 || !o.cert.complete() || o.cert.root() != int(m.r.ID) || o.cert.live() < Quorum(m.r.n) {
 		return
 	}
 	// A member that became root because the previous one died waits a
@@ -677,13 +689,7 @@ func (m *Machine) checkDone(now time.Duration) {
 		}
 	}
 	m.est = o.m.Estimate(m.est[:0])
-	value := resultPayload(m.est, o.ext, o.cert.live(), o.cert.dead)
-	if err := m.bnode.Broadcast(m.bnow(now), o.epoch, value); err != nil {
-		m.log.Debug("result broadcast failed to start", "err", err)
-		return
-	}
-	o.bcast = true
-	m.collect(now)
+	m.propose(now, resultPayload(m.est, o.ext, o.cert.live(), o.cert.dead))
 }
 
 // pollBroadcast queues what the result broadcast wants to send now.
@@ -764,6 +770,19 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 		m.announce(tagHello)
 		return
 	}
+	accepted := o.px.hasAcc && sameBits(o.px.accepted[1:], payload)
+	if root != m.r.ID && o.cert != nil && !accepted && !m.plausible(o, values, ext) {
+		// Without a group key anybody can send a result: take only one
+		// that this member's own state confirms. A genuine result is
+		// within ε/2 of every certified estimate (see checkDone), and
+		// estimates only move closer after certification unless a member
+		// is excluded late, when this member refuses and runs out its
+		// time (ErrNotConverged) rather than return a value it cannot
+		// confirm.
+		m.stats.Rejected++
+		m.log.Debug("result that this member's estimate does not confirm ignored", "root", root)
+		return
+	}
 	values = slices.Clone(values)
 	if o.req.Sum {
 		for i := range values {
@@ -783,6 +802,21 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 		m.absent.set(int(j))
 	}
 	m.finish(now, Result{Value: values, Extremes: slices.Clone(ext), Epoch: o.epoch, Live: live, Root: root, Absent: dead.members(m.r.n)}, nil)
+}
+
+// plausible reports whether a result agrees with this member's own state:
+// its estimate within ε of the values, and extremes no lower than its own.
+func (m *Machine) plausible(o *op, values, ext []float64) bool {
+	m.est = o.m.Estimate(m.est[:0])
+	if relDiff(m.est, values) > m.r.Epsilon {
+		return false
+	}
+	for i := range o.ext {
+		if !(ext[i] >= o.ext[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // best is this member's own estimate, for an operation that gives up.

@@ -47,7 +47,9 @@ type Result struct {
 	// group size minus len(Absent). A result always covers a majority of
 	// the group and the member that returns it.
 	Live int
-	// Root is the member whose estimate became the result.
+	// Root is the member that decided the result: it proposed it and a
+	// majority accepted it (after a take-over, the value may be the
+	// estimate of an earlier root that died deciding; see commit.go).
 	Root gossip.NodeID
 	// Messages is the number of messages this member sent in the
 	// operation (gossip, broadcast and answers to late members).

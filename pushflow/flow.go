@@ -97,9 +97,17 @@ type Machine struct {
 	steps   uint64     // Tick and Step calls: the machine's clock
 	resend  uint64     // Config.Resend
 	pendAt  [][]uint64 // per neighbour: steps at each unacknowledged push
-	resent  []uint64   // per neighbour: steps at the last resend
-	asked   []uint64   // PFCC: per neighbour, steps at the last repair request
-	owed    int        // PFCC: pushes held back while waiting for a repair
+	// pendLo and pendHi bound, per neighbour and value component, the
+	// ratios (component over weight) of the unacknowledged pushes, and
+	// pendNaN marks a neighbour with a ratio that is NaN, so that Settled
+	// costs O(degree) however many pushes a silent neighbour has not
+	// acknowledged (thousands before it is declared dead, which made every
+	// step quadratic). Allocated at a neighbour's first pending push.
+	pendLo, pendHi [][]float64
+	pendNaN        []bool
+	resent         []uint64 // per neighbour: steps at the last resend
+	asked          []uint64 // PFCC: per neighbour, steps at the last repair request
+	owed           int      // PFCC: pushes held back while waiting for a repair
 }
 
 // tagRepair marks PFCC's repair requests and replies (thesis Algorithm 6,
@@ -194,6 +202,9 @@ func build(cfg gossip.Config, pkg string, tagged bool, c Correction) (*Machine, 
 	m.resend = uint64(cfg.Resend)
 	m.pendSeq = make([][]uint32, deg)
 	m.pendVal = make([][]float64, deg)
+	m.pendLo = make([][]float64, deg)
+	m.pendHi = make([][]float64, deg)
+	m.pendNaN = make([]bool, deg)
 	m.e = make([]float64, m.width)
 	if c != 0 {
 		m.last = append([]float64(nil), m.input...)
@@ -353,6 +364,35 @@ func (m *Machine) acknowledge(n int, ack uint32) {
 	m.pendAt[n] = append(m.pendAt[n][:0], m.pendAt[n][drop:]...)
 	vals := m.pendVal[n]
 	m.pendVal[n] = append(vals[:0], vals[drop*m.width:]...)
+	m.rebound(n)
+}
+
+// rebound recomputes neighbour n's ratio bounds from its pending pushes.
+func (m *Machine) rebound(n int) {
+	if m.pendLo[n] == nil {
+		m.pendLo[n], m.pendHi[n] = make([]float64, m.k), make([]float64, m.k)
+	}
+	for c := range m.k {
+		m.pendLo[n][c], m.pendHi[n][c] = math.Inf(1), math.Inf(-1)
+	}
+	m.pendNaN[n] = false
+	vals := m.pendVal[n]
+	for p := 0; p+m.width <= len(vals); p += m.width {
+		m.bound(n, vals[p:p+m.width])
+	}
+}
+
+// bound widens neighbour n's ratio bounds to take in push d.
+func (m *Machine) bound(n int, d []float64) {
+	lo, hi := m.pendLo[n], m.pendHi[n]
+	for c := range m.k {
+		r := d[c] / d[m.k]
+		if math.IsNaN(r) {
+			m.pendNaN[n] = true
+			continue
+		}
+		lo[c], hi[c] = min(lo[c], r), max(hi[c], r)
+	}
 }
 
 // zero resets the flow to neighbour n and forgets the pushes it held.
@@ -361,6 +401,7 @@ func (m *Machine) zero(n int) {
 	m.pendSeq[n] = m.pendSeq[n][:0]
 	m.pendAt[n] = m.pendAt[n][:0]
 	m.pendVal[n] = m.pendVal[n][:0]
+	m.rebound(n)
 	if m.suspect != nil {
 		m.suspect[n] = false
 	}
@@ -409,6 +450,11 @@ func (m *Machine) pushOnce(out []gossip.Message) []gossip.Message {
 		m.pendSeq[n] = append(m.pendSeq[n], m.sent[n]+1)
 		m.pendAt[n] = append(m.pendAt[n], m.steps)
 		m.pendVal[n] = append(m.pendVal[n], e...)
+		if m.pendLo[n] == nil || len(m.pendSeq[n]) == 1 {
+			m.rebound(n)
+		} else {
+			m.bound(n, e)
+		}
 	}
 	return m.send(n, out)
 }
@@ -440,22 +486,22 @@ func (m *Machine) resendOld(out []gossip.Message) []gossip.Message {
 func (m *Machine) Settled(tol float64) bool {
 	e := m.sum(m.e)
 	for n := range m.nbr {
-		if m.gone[n] {
+		if m.gone[n] || len(m.pendSeq[n]) == 0 {
 			continue
 		}
-		vals := m.pendVal[n]
-		for p := 0; p+m.width <= len(vals); p += m.width {
-			d := vals[p : p+m.width]
-			for c := range m.k {
-				want := e[c] / e[m.k]
-				got := d[c] / d[m.k]
-				diff := math.Abs(got - want)
-				if want != 0 {
-					diff /= math.Abs(want)
-				}
-				if !(diff <= tol) {
-					return false
-				}
+		if m.pendNaN[n] {
+			return false
+		}
+		// The ratio farthest from the estimate is the lowest or the highest.
+		lo, hi := m.pendLo[n], m.pendHi[n]
+		for c := range m.k {
+			want := e[c] / e[m.k]
+			diff := max(math.Abs(hi[c]-want), math.Abs(want-lo[c]))
+			if want != 0 {
+				diff /= math.Abs(want)
+			}
+			if !(diff <= tol) {
+				return false
 			}
 		}
 	}

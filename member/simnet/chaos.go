@@ -1,0 +1,268 @@
+package simnet
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/internal/parallel"
+	"github.com/gossipreduce/gossipreduce/member"
+)
+
+// Scenarios are the kinds of fault a chaos schedule draws from.
+var Scenarios = []string{"loss", "dup", "reorder", "slow", "pause", "crash", "root-crash", "root-exit", "partition", "partition-heal", "forge"}
+
+// ChaosConfig configures a chaos campaign: randomized fault schedules in
+// the manner of Jepsen and of FoundationDB's simulation testing, each
+// checked operation by operation against the safety invariant (member.Check).
+type ChaosConfig struct {
+	// Ops is the number of operations to check, at least.
+	Ops int
+	// Seed seeds the campaign; case i runs with seed Seed+i, which
+	// ChaosCase replays alone.
+	Seed uint64
+	// Scenarios are the faults to draw from (nil: all of Scenarios).
+	Scenarios []string
+	// OpsPerCase is how many operations one group runs in a row (default 3).
+	OpsPerCase int
+	// Algorithm is the algorithm (default "pfcc").
+	Algorithm string
+	// Progress, if set, is called after each case with the cases done and
+	// the cases of the batch.
+	Progress func(done, total int)
+}
+
+// Case is one group's schedule and what the checker found.
+type Case struct {
+	Seed       uint64             `json:"seed"`
+	Schedule   string             `json:"schedule"`
+	Operations int                `json:"operations"`
+	Failed     int                `json:"failed"`    // member operations that ended with an error
+	Truncated  int                `json:"truncated"` // operations cut at the event budget
+	Violations []member.Violation `json:"violations,omitempty"`
+}
+
+// Report sums a campaign.
+type Report struct {
+	Operations int    `json:"operations"`
+	Members    int    `json:"member_operations"`
+	Failed     int    `json:"failed"`
+	Truncated  int    `json:"truncated"`
+	Violations int    `json:"violations"`
+	Cases      []Case `json:"violating_cases,omitempty"`
+}
+
+// Chaos runs a campaign. Every case that breaks the invariant is kept in
+// the report with its seed and schedule.
+func Chaos(cfg ChaosConfig) (Report, error) {
+	if cfg.Ops < 1 {
+		return Report{}, fmt.Errorf("simnet: %w: %d operations", gossip.ErrInvalidConfig, cfg.Ops)
+	}
+	scen := cfg.Scenarios
+	if len(scen) == 0 {
+		scen = Scenarios
+	}
+	for _, s := range scen {
+		if !slices.Contains(Scenarios, s) {
+			return Report{}, fmt.Errorf("simnet: %w: unknown scenario %q (have %s)", gossip.ErrInvalidConfig, s, strings.Join(Scenarios, ", "))
+		}
+	}
+	per := cfg.OpsPerCase
+	if per <= 0 {
+		per = 3
+	}
+	var rep Report
+	next := uint64(0)
+	for rep.Operations < cfg.Ops {
+		// Cases are independent: run a batch of them on every core, each
+		// determined by its own seed, and sum them in seed order.
+		batch := make([]Case, (cfg.Ops-rep.Operations+per-1)/per)
+		err := parallel.For(context.Background(), len(batch), 0, func(_ context.Context, i int) error {
+			c, err := ChaosCase(cfg.Seed+next+uint64(i), scen, per, cfg.Algorithm)
+			batch[i] = c
+			return err
+		}, cfg.Progress)
+		if err != nil {
+			return rep, err
+		}
+		next += uint64(len(batch))
+		for _, c := range batch {
+			rep.Operations += c.Operations
+			rep.Failed += c.Failed
+			rep.Truncated += c.Truncated
+			rep.Violations += len(c.Violations)
+			if len(c.Violations) > 0 {
+				rep.Cases = append(rep.Cases, c)
+			}
+		}
+	}
+	return rep, nil
+}
+
+// ChaosCase runs one randomized schedule, drawn from seed, over ops
+// operations (0: 3) of one group, and checks each.
+func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case, error) {
+	if ops <= 0 {
+		ops = 3
+	}
+	rng := rand.New(rand.NewPCG(seed, 0xc4a05))
+	has := func(s string) bool { return slices.Contains(scenarios, s) && rng.IntN(2) == 0 }
+	cfg := Config{Nodes: 3 + rng.IntN(14), Algorithm: algorithm, Seed: seed, Suspect: 200 * time.Millisecond}
+	if rng.IntN(3) == 0 && cfg.Nodes >= 4 {
+		cfg.Topology = "hypercube"
+		cfg.Nodes = 1 << (2 + rng.IntN(3))
+	}
+	var sched []string
+	note := func(format string, a ...any) { sched = append(sched, fmt.Sprintf(format, a...)) }
+	if has("loss") {
+		cfg.Loss = []float64{0.01, 0.05, 0.2}[rng.IntN(3)]
+		note("loss %g", cfg.Loss)
+	}
+	if has("dup") {
+		cfg.Dup = []float64{0.01, 0.1}[rng.IntN(2)]
+		note("dup %g", cfg.Dup)
+	}
+	if has("reorder") {
+		cfg.Jitter = time.Duration(1+rng.IntN(500)) * time.Microsecond
+		note("jitter %v", cfg.Jitter)
+	}
+	net, err := New(cfg)
+	if err != nil {
+		return Case{}, err
+	}
+	// A group that cannot decide (no majority connected) gossips at full
+	// speed until its time runs out; 10 Suspect is long enough for every
+	// fault drawn here to be detected and a successor root to decide, and
+	// the event budget (about 20 times a fault-free operation of 16
+	// members) keeps one case to a fraction of a second.
+	net.MaxEvents = 200_000
+	c := Case{Seed: seed}
+	n := cfg.Nodes
+	inputs := make([][]float64, n)
+	limit := 10 * cfg.Suspect
+	for e := 1; e <= ops; e++ {
+		for i := range inputs {
+			inputs[i] = []float64{float64(1 + rng.IntN(1000)), rng.NormFloat64()}
+		}
+		t0 := net.Now()
+		// Faults of this operation, at random moments in its first 60 ms
+		// (a fault-free operation of these sizes takes 5 to 40 ms).
+		at := func() time.Duration { return t0 + time.Duration(rng.Int64N(int64(60*time.Millisecond))) }
+		if has("slow") {
+			j := gossip.NodeID(rng.IntN(n))
+			f := float64(2 + rng.IntN(20))
+			net.Slow(j, f)
+			note("op %d: member %d %gx slower", e, j, f)
+		}
+		if has("pause") {
+			j := gossip.NodeID(rng.IntN(n))
+			a, d := at(), time.Duration(float64(cfg.Suspect)*(0.2+2*rng.Float64()))
+			net.Pause(j, a, d)
+			note("op %d: pause %d at %v for %v", e, j, a-t0, d)
+		}
+		if has("crash") && n > 3 {
+			j := gossip.NodeID(rng.IntN(n))
+			a := at()
+			net.Crash(j, a)
+			note("op %d: crash %d at %v", e, j, a-t0)
+		}
+		if has("root-crash") {
+			j := lowestLive(net, n)
+			// The root decides near the end of the operation: crash it
+			// late, when it may be broadcasting.
+			a := t0 + time.Duration(rng.Int64N(int64(40*time.Millisecond)))
+			net.Crash(j, a)
+			note("op %d: crash root %d at %v", e, j, a-t0)
+		}
+		if has("root-exit") {
+			// The root prints its result and exits before its broadcast is
+			// out: the root's last breath.
+			j := lowestLive(net, n)
+			keep := rng.IntN(3)
+			net.ExitOnResult(j, keep)
+			note("op %d: root %d exits on its result, %d messages out", e, j, keep)
+		}
+		if has("partition") || has("partition-heal") {
+			side := make([]int, n)
+			for i := range side {
+				side[i] = rng.IntN(2)
+			}
+			a := at()
+			if slices.Contains(scenarios, "partition-heal") && rng.IntN(2) == 0 {
+				heal := a + time.Duration(float64(cfg.Suspect)*(0.1+3*rng.Float64()))
+				net.Partition(side, a, heal)
+				note("op %d: partition %v at %v, heals at %v", e, side, a-t0, heal-t0)
+			} else {
+				net.Partition(side, a, 0)
+				note("op %d: partition %v at %v for good", e, side, a-t0)
+			}
+		}
+		if has("forge") {
+			// A result nobody computed, sent as a root would: a forger
+			// without the group key.
+			k := 1 + rng.IntN(3)
+			for range k {
+				to := gossip.NodeID(rng.IntN(n))
+				root := gossip.NodeID(rng.IntN(n))
+				val := []float64{1e6 * rng.Float64(), rng.NormFloat64()}
+				net.Inject(forgedResult(n, uint64(e), root, to, val), at())
+			}
+			note("op %d: %d forged results", e, k)
+		}
+		outs := net.Run(uint64(e), inputs, nil, limit)
+		c.Operations++
+		c.Truncated = net.Truncated
+		for _, o := range outs {
+			if o.Err != nil {
+				c.Failed++
+			}
+		}
+		c.Violations = append(c.Violations, member.Check(n, uint64(e), inputs, outs, net.cfg.Epsilon)...)
+		if liveCount(net, n) < 2 {
+			break
+		}
+	}
+	c.Schedule = fmt.Sprintf("nodes %d topology %s: %s", n, orDefault(cfg.Topology, "complete"), strings.Join(sched, "; "))
+	return c, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func lowestLive(net *Net, n int) gossip.NodeID {
+	for i := range n {
+		if !net.Crashed(gossip.NodeID(i)) {
+			return gossip.NodeID(i)
+		}
+	}
+	return 0
+}
+
+func liveCount(net *Net, n int) int {
+	c := 0
+	for i := range n {
+		if !net.Crashed(gossip.NodeID(i)) {
+			c++
+		}
+	}
+	return c
+}
+
+// forgedResult is a result control message of the runtime's shape (values,
+// live count, empty dead set) that no root computed.
+func forgedResult(n int, epoch uint64, root, to gossip.NodeID, values []float64) gossip.Message {
+	p := append(slices.Clone(values), float64(n))
+	for range (n + 63) / 64 {
+		p = append(p, math.Float64frombits(0))
+	}
+	return gossip.Message{From: root, To: to, Kind: gossip.KindControl, Epoch: epoch, Tag: uint64(root), Payload: p}
+}

@@ -1,0 +1,424 @@
+// Package simnet is a deterministic network of member machines: it drives
+// the runtime protocol of package member — the same code the live runtime
+// runs over NATS — in simulated time, with the faults a real deployment
+// meets: latency and reordering, loss, duplication, crashes at any moment,
+// members that pause (a starved or SIGSTOPped process) or run slowly,
+// partitions that heal or not, and forged or replayed messages. Every run
+// is determined by its Config (the seed included), so a failing schedule
+// replays exactly.
+//
+// It starts no goroutine and reads no clock: time is an event queue.
+package simnet
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/gossipreduce/gossipreduce/algo"
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/internal/eventq"
+	"github.com/gossipreduce/gossipreduce/member"
+	"github.com/gossipreduce/gossipreduce/topology"
+)
+
+// Config describes a simulated group and its network.
+type Config struct {
+	// Nodes is the group size.
+	Nodes int
+	// Topology is the overlay (topology.Parse); default "complete".
+	Topology string
+	// Algorithm is an algo name; default "pfcc".
+	Algorithm string
+	// Epsilon is the target accuracy; default 1e-9.
+	Epsilon float64
+	// Tick, Idle and Suspect are the members' timings (as in
+	// aggregate.Config); defaults 1 ms, 4 ms and 1 s.
+	Tick, Idle, Suspect time.Duration
+	// Latency is the one-way delay of every message; default 50 µs (NATS
+	// on loopback). Jitter adds a uniform extra delay in [0, Jitter), which
+	// reorders messages.
+	Latency, Jitter time.Duration
+	// Overhead is the processing time of one event (a message or a tick) at
+	// a member, LogP's o; default 5 µs. A slow member's is multiplied.
+	Overhead time.Duration
+	// Loss and Dup are the probabilities that a message is dropped, or
+	// delivered twice.
+	Loss, Dup float64
+	// Seed seeds the network's draws and the members' machines.
+	Seed uint64
+}
+
+func (c *Config) defaults() {
+	if c.Topology == "" {
+		c.Topology = "complete"
+	}
+	if c.Algorithm == "" {
+		c.Algorithm = "pfcc"
+	}
+	if c.Epsilon == 0 {
+		c.Epsilon = 1e-9
+	}
+	if c.Tick == 0 {
+		c.Tick = time.Millisecond
+	}
+	if c.Idle == 0 {
+		c.Idle = 4 * c.Tick
+	}
+	if c.Suspect == 0 {
+		c.Suspect = time.Second
+	}
+	if c.Latency == 0 {
+		c.Latency = 50 * time.Microsecond
+	}
+	if c.Overhead == 0 {
+		c.Overhead = 5 * time.Microsecond
+	}
+}
+
+type evKind uint8
+
+const (
+	evDeliver evKind = iota
+	evTick
+	evWake
+	evBegin
+	evCrash
+	evProcess // take the next message from the member's inbox
+)
+
+type event struct {
+	kind evKind
+	to   gossip.NodeID
+	msg  gossip.Message
+}
+
+type node struct {
+	m        *member.Machine
+	crashed  bool
+	slow     float64       // processing-time factor, ≥ 1
+	busy     time.Duration // busy until then
+	wakeAt   time.Duration // the earliest wake event queued, 0 if none
+	inbox    []gossip.Message
+	head     int  // next message of inbox to process
+	waiting  bool // an evProcess event is queued
+	op       member.Op
+	sent     int
+	exit     bool // exit abruptly on a result (ExitOnResult)
+	exitKeep int  // messages of the last outbox that get out then
+}
+
+// Net is a simulated group.
+type Net struct {
+	cfg   Config
+	graph topology.Graph
+	nodes []*node
+	q     eventq.Queue[event]
+	now   time.Duration
+	rng   *rand.Rand
+	cut   []int // partition side of each member; members on different sides cannot talk
+	// outcomes of the operation under way
+	epoch    uint64
+	outcomes map[gossip.NodeID]member.Outcome
+	pauses   []pause
+	parts    []partition
+	record   bool
+	recorded []gossip.Message
+	// Messages counts the messages sent, Dropped those the network lost,
+	// Events the events members handled.
+	Messages, Dropped, Events int
+	// MaxEvents, if positive, bounds the events one Run handles: past it
+	// the members still at the operation give up as at the time limit (a
+	// group that cannot decide keeps gossiping at full speed, and a chaos
+	// campaign need not simulate all of it). Truncated counts such runs.
+	MaxEvents, Truncated int
+}
+
+// New builds the group: every member's machine, joined, nothing sent yet.
+func New(cfg Config) (*Net, error) {
+	cfg.defaults()
+	if cfg.Nodes < 1 {
+		return nil, fmt.Errorf("simnet: %w: %d nodes", gossip.ErrInvalidConfig, cfg.Nodes)
+	}
+	if !(cfg.Loss >= 0 && cfg.Loss < 1) || !(cfg.Dup >= 0 && cfg.Dup <= 1) {
+		return nil, fmt.Errorf("simnet: %w: loss %v, dup %v", gossip.ErrInvalidConfig, cfg.Loss, cfg.Dup)
+	}
+	g, err := topology.Parse(cfg.Topology, cfg.Nodes)
+	if err != nil {
+		return nil, fmt.Errorf("simnet: %w", err)
+	}
+	spec, err := algo.Lookup(cfg.Algorithm)
+	if err != nil {
+		return nil, fmt.Errorf("simnet: %w", err)
+	}
+	diam := 0
+	if !spec.Finite {
+		if diam, err = topology.Diameter(g); err != nil {
+			return nil, fmt.Errorf("simnet: %w", err)
+		}
+	}
+	n := &Net{cfg: cfg, graph: g, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), cut: make([]int, cfg.Nodes)}
+	for i := range cfg.Nodes {
+		m, err := member.New(member.Config{ID: gossip.NodeID(i), Graph: g, Algorithm: spec, Diameter: diam,
+			Epsilon: cfg.Epsilon, Idle: cfg.Idle, Suspect: cfg.Suspect, Seed: cfg.Seed})
+		if err != nil {
+			return nil, fmt.Errorf("simnet: %w", err)
+		}
+		n.nodes = append(n.nodes, &node{m: m, slow: 1})
+		n.q.Push(float64(n.jitterStart()), event{kind: evTick, to: gossip.NodeID(i)})
+	}
+	return n, nil
+}
+
+func (n *Net) jitterStart() time.Duration { return time.Duration(n.rng.Int64N(int64(n.cfg.Tick))) }
+
+// Now returns the simulated time.
+func (n *Net) Now() time.Duration { return n.now }
+
+// Machine returns member id's machine, for inspection.
+func (n *Net) Machine(id gossip.NodeID) *member.Machine { return n.nodes[id].m }
+
+// Crash stops member id at time at for good: it sends and receives nothing
+// from then on (crash-stop; what it returned before counts).
+func (n *Net) Crash(id gossip.NodeID, at time.Duration) {
+	n.q.Push(float64(at), event{kind: evCrash, to: id})
+}
+
+// Crashed reports whether member id has crashed.
+func (n *Net) Crashed(id gossip.NodeID) bool { return n.nodes[id].crashed }
+
+// Pause stops member id from at for d: messages to it wait, its timers do
+// not fire, and at the end it takes in everything that waited, as a
+// process resumed after SIGSTOP does.
+func (n *Net) Pause(id gossip.NodeID, at, d time.Duration) {
+	n.pauses = append(n.pauses, pause{id, at, at + d})
+}
+
+type pause struct {
+	id       gossip.NodeID
+	from, to time.Duration
+}
+
+// ExitOnResult makes member id exit abruptly the moment it returns a
+// result with a nil error, as a process that prints its result and exits
+// without flushing its connection: only the first keep messages of what it
+// was sending at that moment get out, and it is crashed from then on.
+func (n *Net) ExitOnResult(id gossip.NodeID, keep int) {
+	n.nodes[id].exit, n.nodes[id].exitKeep = true, keep
+}
+
+// Slow makes member id process every event factor times slower.
+func (n *Net) Slow(id gossip.NodeID, factor float64) { n.nodes[id].slow = max(factor, 1) }
+
+// Partition splits the group from at: side[i] names member i's side, and
+// members on different sides cannot talk until heal (never when heal ≤ at).
+func (n *Net) Partition(side []int, at, heal time.Duration) {
+	n.parts = append(n.parts, partition{slices.Clone(side), at, heal})
+}
+
+type partition struct {
+	side     []int
+	at, heal time.Duration
+}
+
+// Inject delivers msg to msg.To at time at, as if the network carried it: a
+// forged message, or a replay of recorded traffic.
+func (n *Net) Inject(msg gossip.Message, at time.Duration) {
+	n.q.Push(float64(at), event{kind: evDeliver, to: msg.To, msg: msg})
+}
+
+// Record makes the network keep a copy of every message it carries, for
+// replays (see Recorded).
+func (n *Net) Record(on bool) { n.record = on }
+
+// Recorded returns the messages carried while recording.
+func (n *Net) Recorded() []gossip.Message { return n.recorded }
+
+// Run runs one operation: member i begins epoch with inputs[i] at
+// starts[i] (all at the current time when starts is nil), and the
+// simulation runs until every member that has not crashed has an outcome,
+// or until the operation has lasted limit, when the members still at it
+// give up (ErrNotConverged). It returns the outcome of every member that
+// ended the operation, the crashed ones' included.
+func (n *Net) Run(epoch uint64, inputs [][]float64, starts []time.Duration, limit time.Duration) map[gossip.NodeID]member.Outcome {
+	n.epoch = epoch
+	n.outcomes = map[gossip.NodeID]member.Outcome{}
+	t0, e0 := n.now, n.Events
+	for i, nd := range n.nodes {
+		nd.op = member.Op{Epoch: epoch, Values: inputs[i]}
+		at := t0
+		if starts != nil {
+			at = t0 + starts[i]
+		}
+		n.q.Push(float64(at), event{kind: evBegin, to: gossip.NodeID(i)})
+	}
+	for {
+		if n.finished() {
+			break
+		}
+		at, ev, ok := n.q.Pop()
+		if !ok {
+			break
+		}
+		t := time.Duration(at)
+		if t-t0 > limit {
+			n.q.Push(at, ev)
+			n.now = t0 + limit
+			break
+		}
+		if n.MaxEvents > 0 && n.Events-e0 >= n.MaxEvents {
+			n.q.Push(at, ev)
+			n.Truncated++
+			break
+		}
+		n.now = max(n.now, t)
+		n.handle(ev)
+	}
+	for i, nd := range n.nodes {
+		if nd.crashed || !nd.m.Active() || nd.m.Epoch() != epoch {
+			continue
+		}
+		nd.m.GiveUp(n.now, context.DeadlineExceeded)
+		n.flush(gossip.NodeID(i))
+	}
+	if Debugf != nil {
+		Debugf("epoch %d: now %v events %d messages %d", epoch, n.now, n.Events, n.Messages)
+	}
+	return n.outcomes
+}
+
+func (n *Net) finished() bool {
+	for i, nd := range n.nodes {
+		if nd.crashed {
+			continue
+		}
+		if _, ok := n.outcomes[gossip.NodeID(i)]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// delay returns when an event for member id that is due now can be handled:
+// after the member's pauses and its processing backlog.
+func (n *Net) delay(id gossip.NodeID) time.Duration {
+	nd := n.nodes[id]
+	t := max(n.now, nd.busy)
+	for _, p := range n.pauses {
+		if p.id == id && t >= p.from && t < p.to {
+			t = p.to
+		}
+	}
+	return t
+}
+
+func (n *Net) handle(ev event) {
+	nd := n.nodes[ev.to]
+	if ev.kind == evCrash {
+		nd.crashed = true
+		return
+	}
+	if nd.crashed {
+		return
+	}
+	if ev.kind == evDeliver {
+		// Messages queue at the member and are taken in one at a time, as
+		// a process reads its socket.
+		nd.inbox = append(nd.inbox, ev.msg)
+		if !nd.waiting {
+			nd.waiting = true
+			n.q.Push(float64(n.delay(ev.to)), event{kind: evProcess, to: ev.to})
+		}
+		return
+	}
+	if t := n.delay(ev.to); t > n.now {
+		n.q.Push(float64(t), ev)
+		return
+	}
+	nd.busy = n.now + time.Duration(float64(n.cfg.Overhead)*nd.slow)
+	n.Events++
+	switch ev.kind {
+	case evProcess:
+		msg := nd.inbox[nd.head]
+		nd.inbox[nd.head] = gossip.Message{}
+		nd.head++
+		if nd.head == len(nd.inbox) {
+			nd.inbox, nd.head = nd.inbox[:0], 0
+		}
+		nd.m.Step(n.now, msg)
+		if nd.head < len(nd.inbox) {
+			n.q.Push(float64(n.delay(ev.to)), ev)
+		} else {
+			nd.waiting = false
+		}
+	case evTick:
+		nd.m.Tick(n.now)
+		n.q.Push(float64(n.now+n.cfg.Tick), ev)
+	case evWake:
+		nd.wakeAt = 0
+		nd.m.Tick(n.now)
+	case evBegin:
+		if err := nd.m.Begin(n.now, nd.op); err != nil {
+			n.outcomes[ev.to] = member.Outcome{Err: err}
+		}
+	}
+	n.flush(ev.to)
+}
+
+// flush sends member id's outbox through the network and takes its
+// outcome.
+func (n *Net) flush(id gossip.NodeID) {
+	nd := n.nodes[id]
+	out := nd.m.Outbox()
+	res, done := nd.m.TakeOutcome()
+	if done && nd.exit && res.Err == nil {
+		out = out[:min(len(out), nd.exitKeep)]
+		nd.crashed = true
+	}
+	for _, msg := range out {
+		n.Messages++
+		nd.sent++
+		if n.record {
+			n.recorded = append(n.recorded, msg)
+		}
+		if n.separated(msg.From, msg.To) || n.rng.Float64() < n.cfg.Loss {
+			n.Dropped++
+			continue
+		}
+		copies := 1
+		if n.cfg.Dup > 0 && n.rng.Float64() < n.cfg.Dup {
+			copies = 2
+		}
+		for range copies {
+			d := n.cfg.Latency
+			if n.cfg.Jitter > 0 {
+				d += time.Duration(n.rng.Int64N(int64(n.cfg.Jitter)))
+			}
+			n.q.Push(float64(n.now+d), event{kind: evDeliver, to: msg.To, msg: msg})
+		}
+	}
+	if done && res.Result.Epoch == n.epoch {
+		n.outcomes[id] = res
+	}
+	if at, ok := nd.m.Wake(); ok && (nd.wakeAt == 0 || at < nd.wakeAt) && at > n.now {
+		nd.wakeAt = at
+		n.q.Push(float64(at), event{kind: evWake, to: id})
+	}
+}
+
+func (n *Net) separated(a, b gossip.NodeID) bool {
+	for _, p := range n.parts {
+		if n.now >= p.at && (p.heal <= p.at || n.now < p.heal) && p.side[a] != p.side[b] {
+			return true
+		}
+	}
+	return false
+}
+
+// Sent returns the number of messages member id has sent.
+func (n *Net) Sent(id gossip.NodeID) int { return n.nodes[id].sent }
+
+// Debugf, when set, receives a line per operation.
+var Debugf func(format string, a ...any)
