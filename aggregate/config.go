@@ -179,3 +179,14 @@ func configHash(r *resolved) uint64 {
 // that gets one with a nil error gets the bitwise same Value, Extremes,
 // Live, Absent and Epoch, and the result covers that member's input.
 type Result = member.Result
+
+// Hash returns the hash of the settings every member of the group must
+// share (what Node.ConfigHash returns after Join): tools that watch or
+// test a group's traffic need it to address its members.
+func (c Config) Hash() (uint64, error) {
+	r, err := c.resolve()
+	if err != nil {
+		return 0, err
+	}
+	return r.hash, nil
+}
