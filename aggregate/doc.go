@@ -7,8 +7,12 @@
 //	node, _ := aggregate.Join(ctx, tr, aggregate.Config{Group: "fleet", ID: id, Nodes: 16})
 //	res, err := node.Average(ctx, []float64{latency, queueLength})
 //
-// Each member runs one goroutine that drives a gossip.Machine (PFCC by
-// default; any algorithm of package algo) over a transport. Operations are
+// Each member runs one goroutine that moves messages and time between a
+// transport and the member's protocol, member.Machine: a pure state
+// machine (no goroutine, no clock read) that drives a gossip.Machine (PFCC
+// by default; any algorithm of package algo) and holds every protocol
+// decision, so the simulator (package member/simnet) runs the same code
+// as a live member. Operations are
 // numbered (epochs): every member's n-th operation is the group's n-th, and
 // messages of different operations never mix. Members must Join before the
 // group's first operation starts, so that nothing sent to them is lost;
@@ -40,7 +44,7 @@
 //     unacknowledged for 4·degree+8 steps (gossip.Config.Resend), so a lost
 //     message cannot hold a member unsettled for long.
 //   - When every member is stable in the current generation or dead, the
-//     root, the lowest member not known dead, broadcasts its estimate. The
+//     root, the lowest member not known dead, proposes its estimate. The
 //     exact aggregate is a convex combination of the estimates and of the
 //     ratios of the mass still in transit (mass conservation); settled
 //     members make both agree, so the root's estimate is within ε/2 of the
@@ -48,13 +52,36 @@
 //     exchange shifted the agreed value by up to 3e-7 against ε = 1e-9 in
 //     a soak at 2 % loss.
 //
-// The result goes out by a corrected-tree broadcast (package broadcast:
-// binomial tree, interleaved numbering, checked correction overlapped with
-// dissemination), which reaches every live member despite failed ones. A
-// member that has the result answers any gossip of that operation with it,
-// which covers broadcast messages lost in transit. Sum is the average times
-// the number of live members, taken from the root's dead set, so after a
+// # One result per epoch
+//
+// The value is chosen by single-decree Paxos among the members (package
+// member, commit.go), with the root as proposer: a majority of the group
+// must accept the proposal before anyone returns it, and a member that
+// takes over from a root that died first asks a majority for any value
+// they accepted and proposes that one. So a root that returns its value
+// and dies before anyone else has it cannot leave a successor to decide
+// another: every member that returns a result for an epoch returns the
+// same one. The chosen value goes out by a corrected-tree broadcast
+// (package broadcast: binomial tree, interleaved numbering, checked
+// correction overlapped with dissemination), which reaches every live
+// member despite failed ones; a member that has the result answers any
+// later message of that operation with it. Sum is the average times the
+// number of live members, taken from the root's dead set, so after a
 // member is excluded it is the survivors' sum.
+//
+// The safety invariant, which member.Check verifies and the chaos harness
+// (package member/simnet, the chaos verb) checks on every operation: every
+// member that returns a nil error for an epoch holds the bitwise same
+// Result; it covers that member (a member left out gets ErrExcluded) and
+// a strict majority of the group; and its Value is within ε of the exact
+// average of the inputs it covers. A side of a partition without a
+// majority never decides (its members run out their context with
+// ErrNotConverged), so a partition cannot split the group into two
+// answers. Without a group key anyone who can publish can forge
+// messages: a member then takes a result only if its own estimate
+// confirms it within ε, so forged values cannot become results, but a
+// forger can still keep a group from deciding. Use a key (--key-file,
+// transport.Options.Key) wherever others can publish.
 //
 // # Requests, epochs and membership
 //
@@ -84,12 +111,11 @@
 // returns ErrExcluded. If the root dies, the next lowest member takes over
 // after waiting Suspect/2 for a result the old root may have spread.
 //
-// The runtime assumes crash-stop failures and no network partition: the
-// members on each side of a partition lasting longer than Suspect would
-// declare the others dead and could each reach a result. A member that
-// finds itself the only one alive never decides alone. A root that dies in
-// the middle of its broadcast can, in a narrow window, leave some members
-// with its value while a successor broadcasts another.
+// Failures are crash-stop or slowness; a member that was only slow (paused
+// longer than Suspect) and finds itself declared dead returns ErrExcluded,
+// never a result that does not cover it. A member that finds itself the
+// only one alive never decides alone, and no result is taken that covers
+// less than a majority of the group.
 //
 // # Errors
 //
