@@ -150,7 +150,7 @@ func (c Config) resolve() (*resolved, error) {
 	}
 	r := &resolved{Config: c, graph: g, spec: spec}
 	r.member = member.Config{ID: c.ID, Graph: g, Algorithm: spec, Epsilon: c.Epsilon, Tau: c.Tau,
-		Idle: c.Idle, Suspect: c.Suspect, Seed: c.Seed, Injector: c.Injector, Logger: c.Logger}
+		Idle: c.Idle, Suspect: c.Suspect, Tick: c.Tick, Seed: c.Seed, Injector: c.Injector, Logger: c.Logger}
 	if !spec.Finite {
 		d, err := topology.Diameter(g)
 		if err != nil {

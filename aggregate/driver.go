@@ -57,6 +57,7 @@ func (d *driver) loop() {
 			}
 			d.m.Step(d.now(), msg)
 		case <-tick.C:
+			d.drain()
 			d.m.Tick(d.now())
 		case <-d.timer.C:
 			d.m.Tick(d.now())
@@ -65,6 +66,24 @@ func (d *driver) loop() {
 		}
 		d.flush()
 		d.autoStart()
+	}
+}
+
+// drain takes in the messages already waiting before a tick, so that the
+// machine's failure detection sees what has arrived: select picks among
+// ready channels at random, and on a busy machine a tick could otherwise
+// find a neighbour "silent" whose messages sit in the buffer.
+func (d *driver) drain() {
+	for range cap(d.n.ep.Messages()) {
+		select {
+		case msg, ok := <-d.n.ep.Messages():
+			if !ok {
+				return
+			}
+			d.m.Step(d.now(), msg)
+		default:
+			return
+		}
 	}
 }
 

@@ -36,6 +36,11 @@ type Config struct {
 	// Suspect is how long a neighbour may stay silent during an operation
 	// before this member declares it dead (it is probed from Suspect/4 on).
 	Suspect time.Duration
+	// Tick is how often the driver calls Tick. A member whose own ticks
+	// come much later than that was not running (a starved or stopped
+	// process): the time it missed does not count as its neighbours'
+	// silence. Zero turns that correction off.
+	Tick time.Duration
 	// Seed seeds the member's random choices (with its ID and the epoch).
 	Seed uint64
 	// Injector, if set, makes the fault injector for each operation.

@@ -74,6 +74,10 @@ type Stats struct {
 	Rejected, Buffered, Overflow int
 	// Excluded counts neighbours this member declared dead or found absent.
 	Excluded int
+	// Stalls counts ticks that came so late that this member must have
+	// been stalled (starved of CPU, or stopped): its neighbours' silence
+	// over the stall was not held against them.
+	Stalls int
 }
 
 // op is one operation: under way, or finished and kept for a while to
@@ -132,6 +136,8 @@ type Machine struct {
 	buf      []byte
 	outcome  *Outcome
 	stats    Stats
+	lastTick time.Duration // when Tick was last called
+	ticked   bool
 }
 
 // New returns member cfg.ID's machine.
@@ -593,10 +599,31 @@ func (m *Machine) excluded(j gossip.NodeID) {
 // result broadcast's timers. Drivers call it regularly (every millisecond
 // or so) and at the time Wake names.
 func (m *Machine) Tick(now time.Duration) {
+	if m.ticked && m.r.Tick > 0 {
+		// Local health, in the manner of Lifeguard: a tick far later than
+		// expected means this member was not running, and neither heard
+		// nor could hear its neighbours meanwhile. Their silence over that
+		// stretch is no evidence against them.
+		if gap := now - m.lastTick; gap > 2*m.r.Tick && m.Active() {
+			m.forgive(gap - m.r.Tick)
+		}
+	}
+	m.lastTick, m.ticked = now, true
 	if m.Active() {
 		m.tickOp(now)
 	}
 	m.pollBroadcast(now)
+}
+
+// forgive moves every neighbour's last-heard time forward by d, the time
+// this member itself was stalled.
+func (m *Machine) forgive(d time.Duration) {
+	o := m.cur
+	for j, t := range o.heard {
+		o.heard[j] = t + d
+	}
+	o.lastHeard += d
+	m.stats.Stalls++
 }
 
 func (m *Machine) tickOp(now time.Duration) {

@@ -162,7 +162,7 @@ func New(cfg Config) (*Net, error) {
 	n := &Net{cfg: cfg, graph: g, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), cut: make([]int, cfg.Nodes)}
 	for i := range cfg.Nodes {
 		m, err := member.New(member.Config{ID: gossip.NodeID(i), Graph: g, Algorithm: spec, Diameter: diam,
-			Epsilon: cfg.Epsilon, Idle: cfg.Idle, Suspect: cfg.Suspect, Seed: cfg.Seed})
+			Epsilon: cfg.Epsilon, Idle: cfg.Idle, Suspect: cfg.Suspect, Tick: cfg.Tick, Seed: cfg.Seed})
 		if err != nil {
 			return nil, fmt.Errorf("simnet: %w", err)
 		}
