@@ -122,6 +122,7 @@ type Net struct {
 	// outcomes of the operation under way
 	epoch    uint64
 	outcomes map[gossip.NodeID]member.Outcome
+	waiting  int // members not crashed and without an outcome of epoch
 	pauses   []pause
 	parts    []partition
 	record   bool
@@ -245,6 +246,12 @@ func (n *Net) Recorded() []gossip.Message { return n.recorded }
 func (n *Net) Run(epoch uint64, inputs [][]float64, starts []time.Duration, limit time.Duration) map[gossip.NodeID]member.Outcome {
 	n.epoch = epoch
 	n.outcomes = map[gossip.NodeID]member.Outcome{}
+	n.waiting = 0
+	for _, nd := range n.nodes {
+		if !nd.crashed {
+			n.waiting++
+		}
+	}
 	t0, e0 := n.now, n.Events
 	for i, nd := range n.nodes {
 		nd.op = member.Op{Epoch: epoch, Values: inputs[i]}
@@ -289,16 +296,26 @@ func (n *Net) Run(epoch uint64, inputs [][]float64, starts []time.Duration, limi
 	return n.outcomes
 }
 
-func (n *Net) finished() bool {
-	for i, nd := range n.nodes {
-		if nd.crashed {
-			continue
-		}
-		if _, ok := n.outcomes[gossip.NodeID(i)]; !ok {
-			return false
-		}
+func (n *Net) finished() bool { return n.waiting == 0 }
+
+// record keeps member id's outcome of the operation under way.
+func (n *Net) record1(id gossip.NodeID, out member.Outcome) {
+	if _, ok := n.outcomes[id]; !ok && !n.nodes[id].crashed {
+		n.waiting--
 	}
-	return true
+	n.outcomes[id] = out
+}
+
+// crash stops member id.
+func (n *Net) crash(id gossip.NodeID) {
+	nd := n.nodes[id]
+	if nd.crashed {
+		return
+	}
+	nd.crashed = true
+	if _, ok := n.outcomes[id]; !ok && n.outcomes != nil {
+		n.waiting--
+	}
 }
 
 // delay returns when an event for member id that is due now can be handled:
@@ -317,7 +334,7 @@ func (n *Net) delay(id gossip.NodeID) time.Duration {
 func (n *Net) handle(ev event) {
 	nd := n.nodes[ev.to]
 	if ev.kind == evCrash {
-		nd.crashed = true
+		n.crash(ev.to)
 		return
 	}
 	if nd.crashed {
@@ -361,7 +378,7 @@ func (n *Net) handle(ev event) {
 		nd.m.Tick(n.now)
 	case evBegin:
 		if err := nd.m.Begin(n.now, nd.op); err != nil {
-			n.outcomes[ev.to] = member.Outcome{Err: err}
+			n.record1(ev.to, member.Outcome{Err: err})
 		}
 	}
 	n.flush(ev.to)
@@ -373,9 +390,10 @@ func (n *Net) flush(id gossip.NodeID) {
 	nd := n.nodes[id]
 	out := nd.m.Outbox()
 	res, done := nd.m.TakeOutcome()
+	exited := false
 	if done && nd.exit && res.Err == nil {
 		out = out[:min(len(out), nd.exitKeep)]
-		nd.crashed = true
+		exited = true
 	}
 	for _, msg := range out {
 		n.Messages++
@@ -400,7 +418,10 @@ func (n *Net) flush(id gossip.NodeID) {
 		}
 	}
 	if done && res.Result.Epoch == n.epoch {
-		n.outcomes[id] = res
+		n.record1(id, res)
+	}
+	if exited {
+		n.crash(id)
 	}
 	if at, ok := nd.m.Wake(); ok && (nd.wakeAt == 0 || at < nd.wakeAt) && at > n.now {
 		nd.wakeAt = at
