@@ -1,0 +1,206 @@
+package simnet
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/member"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the trace files in testdata")
+
+// TestTraces runs the scripted schedules in testdata/*.txt, in the manner
+// of etcd-io/raft's datadriven tests: each block is a command, "----" and
+// the output it must print. Commands:
+//
+//	net nodes=N [topology=T] [seed=S] [suspect=D] [loss=P]
+//	crash ID at=D | pause ID at=D for=D | slow ID factor=F
+//	exit-on-result ID [keep=K]
+//	partition SIDES at=D [heal=D]   (SIDES: one digit a member, "00110")
+//	run epoch=E                     (inputs: member i holds i+1)
+//
+// run prints each member's outcome and the invariant check. Run with
+// -rewrite to regenerate the expected output after a deliberate change.
+func TestTraces(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) { runTrace(t, f) })
+	}
+}
+
+type traceBlock struct {
+	cmd, want string
+}
+
+func parseTrace(t *testing.T, text string) []traceBlock {
+	var blocks []traceBlock
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		b := traceBlock{cmd: l}
+		require.Less(t, i+1, len(lines), "command %q without ----", l)
+		require.Equal(t, "----", strings.TrimSpace(lines[i+1]), "after %q", l)
+		i += 2
+		var want []string
+		for ; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
+			want = append(want, lines[i])
+		}
+		b.want = strings.Join(want, "\n")
+		blocks = append(blocks, b)
+	}
+	return blocks
+}
+
+func runTrace(t *testing.T, path string) {
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var header []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			break
+		}
+		header = append(header, l)
+	}
+	blocks := parseTrace(t, string(raw))
+	var net *Net
+	var n int
+	var out strings.Builder
+	for _, l := range header {
+		out.WriteString(l + "\n")
+	}
+	for _, b := range blocks {
+		got := traceStep(t, &net, &n, b.cmd)
+		if !*rewrite {
+			assert.Equal(t, b.want, got, "%s: %s", path, b.cmd)
+		}
+		fmt.Fprintf(&out, "\n%s\n----\n%s\n", b.cmd, got)
+	}
+	if *rewrite {
+		require.NoError(t, os.WriteFile(path, []byte(out.String()), 0o644))
+	}
+}
+
+func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
+	f := strings.Fields(cmd)
+	args := map[string]string{}
+	var pos []string
+	for _, a := range f[1:] {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			args[k] = v
+		} else {
+			pos = append(pos, a)
+		}
+	}
+	dur := func(k string) time.Duration {
+		d, err := time.ParseDuration(args[k])
+		require.NoError(t, err, "%s: %s", cmd, k)
+		return d
+	}
+	id := func() gossip.NodeID {
+		require.NotEmpty(t, pos, cmd)
+		v, err := strconv.Atoi(pos[0])
+		require.NoError(t, err, cmd)
+		return gossip.NodeID(v)
+	}
+	net := *netp
+	switch f[0] {
+	case "net":
+		cfg := Config{Topology: args["topology"]}
+		cfg.Nodes, _ = strconv.Atoi(args["nodes"])
+		if s, ok := args["seed"]; ok {
+			cfg.Seed, _ = strconv.ParseUint(s, 10, 64)
+		}
+		if _, ok := args["suspect"]; ok {
+			cfg.Suspect = dur("suspect")
+		}
+		if s, ok := args["loss"]; ok {
+			cfg.Loss, _ = strconv.ParseFloat(s, 64)
+		}
+		var err error
+		*netp, err = New(cfg)
+		require.NoError(t, err)
+		*np = cfg.Nodes
+		return "ok"
+	case "crash":
+		net.Crash(id(), net.Now()+dur("at"))
+	case "pause":
+		net.Pause(id(), net.Now()+dur("at"), dur("for"))
+	case "slow":
+		v, _ := strconv.ParseFloat(args["factor"], 64)
+		net.Slow(id(), v)
+	case "exit-on-result":
+		k, _ := strconv.Atoi(args["keep"])
+		net.ExitOnResult(id(), k)
+	case "partition":
+		side := make([]int, *np)
+		for i, c := range pos[0] {
+			side[i] = int(c - '0')
+		}
+		heal := time.Duration(0)
+		if _, ok := args["heal"]; ok {
+			heal = net.Now() + dur("heal")
+		}
+		net.Partition(side, net.Now()+dur("at"), heal)
+	case "run":
+		e, _ := strconv.ParseUint(args["epoch"], 10, 64)
+		in := make([][]float64, *np)
+		for i := range in {
+			in[i] = []float64{float64(i + 1)}
+		}
+		outs := net.Run(e, in, nil, 10*time.Second)
+		var lines []string
+		for i := range *np {
+			o, ok := outs[gossip.NodeID(i)]
+			switch {
+			case !ok && net.Crashed(gossip.NodeID(i)):
+				lines = append(lines, fmt.Sprintf("m%d: crashed", i))
+			case !ok:
+				lines = append(lines, fmt.Sprintf("m%d: no outcome", i))
+			case o.Err != nil:
+				lines = append(lines, fmt.Sprintf("m%d: error %s", i, errKind(o.Err)))
+			default:
+				lines = append(lines, fmt.Sprintf("m%d: ok value=%.6g live=%d absent=%v", i, o.Result.Value[0], o.Result.Live, o.Result.Absent))
+			}
+		}
+		vs := member.Check(*np, e, in, outs, 1e-9)
+		if len(vs) == 0 {
+			lines = append(lines, "invariant: ok")
+		}
+		for _, v := range vs {
+			lines = append(lines, "violation: "+v.String())
+		}
+		return strings.Join(lines, "\n")
+	default:
+		t.Fatalf("unknown trace command %q", f[0])
+	}
+	return "ok"
+}
+
+// errKind names the runtime error an outcome wraps.
+func errKind(err error) string {
+	for _, k := range []struct {
+		err  error
+		name string
+	}{{member.ErrExcluded, "excluded"}, {member.ErrNotConverged, "not-converged"}, {member.ErrGroupMismatch, "mismatch"}, {member.ErrClosed, "closed"}} {
+		if errors.Is(err, k.err) {
+			return k.name
+		}
+	}
+	return "other"
+}
