@@ -108,24 +108,9 @@ func (c Config) Validate() error {
 }
 
 func (c Config) resolve() (*resolved, error) {
-	if c.Topology == "" {
-		c.Topology = "complete"
-	}
-	if c.Algorithm == "" {
-		c.Algorithm = "pfcc"
-	}
-	if c.Epsilon == 0 {
-		c.Epsilon = 1e-9
-	}
-	if c.Tick == 0 {
-		c.Tick = time.Millisecond
-	}
-	if c.Idle == 0 {
-		c.Idle = 4 * c.Tick
-	}
-	if c.Suspect == 0 {
-		c.Suspect = time.Second
-	}
+	d := member.Defaults{Topology: c.Topology, Algorithm: c.Algorithm, Epsilon: c.Epsilon, Tick: c.Tick, Idle: c.Idle, Suspect: c.Suspect}
+	d.Fill()
+	c.Topology, c.Algorithm, c.Epsilon, c.Tick, c.Idle, c.Suspect = d.Topology, d.Algorithm, d.Epsilon, d.Tick, d.Idle, d.Suspect
 	switch {
 	case c.Group == "":
 		return nil, fmt.Errorf("aggregate: %w: no group name", gossip.ErrInvalidConfig)

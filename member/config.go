@@ -94,3 +94,35 @@ func (c Config) resolve() (*resolved, error) {
 // Quorum is the number of members a result must cover: a strict majority
 // of the group, so that two sides of a partition can never both decide.
 func Quorum(n int) int { return n/2 + 1 }
+
+// Defaults is the one place the runtime's defaults live: package aggregate
+// and the simulator both fill unset fields from it, so a simulated group
+// behaves as a live one configured the same way.
+type Defaults struct {
+	Topology, Algorithm string
+	Epsilon             float64
+	Tick, Idle, Suspect time.Duration
+}
+
+// Fill sets every empty field of d to its default: the complete overlay,
+// pfcc, ε 1e-9, a 1 ms tick, Idle 4 ticks, Suspect 1 s.
+func (d *Defaults) Fill() {
+	if d.Topology == "" {
+		d.Topology = "complete"
+	}
+	if d.Algorithm == "" {
+		d.Algorithm = "pfcc"
+	}
+	if d.Epsilon == 0 {
+		d.Epsilon = 1e-9
+	}
+	if d.Tick == 0 {
+		d.Tick = time.Millisecond
+	}
+	if d.Idle == 0 {
+		d.Idle = 4 * d.Tick
+	}
+	if d.Suspect == 0 {
+		d.Suspect = time.Second
+	}
+}

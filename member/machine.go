@@ -789,7 +789,7 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 	}
 	if m.r.n > 1 && live < Quorum(m.r.n) {
 		m.stats.Rejected++
-		m.log.Debug("result without a majority ignored", "root", root, "live", live, "err", ErrNoQuorum)
+		m.log.Debug("result without a majority ignored", "root", root, "live", live, "quorum", Quorum(m.r.n))
 		return
 	}
 	if dead.has(int(m.r.ID)) {

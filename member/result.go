@@ -25,10 +25,6 @@ var (
 	// ErrGroupMismatch reports that members of the group disagree on the
 	// operation: a vector of another length, or another configuration.
 	ErrGroupMismatch = errors.New("member: group members disagree")
-	// ErrNoQuorum reports a result refused because it covers no majority of
-	// the group: the side of a partition (or a forger) that sent it cannot
-	// decide for the group.
-	ErrNoQuorum = errors.New("member: no majority of the group")
 )
 
 // Result is the outcome of one operation. Every member that gets one with a

@@ -52,24 +52,9 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Topology == "" {
-		c.Topology = "complete"
-	}
-	if c.Algorithm == "" {
-		c.Algorithm = "pfcc"
-	}
-	if c.Epsilon == 0 {
-		c.Epsilon = 1e-9
-	}
-	if c.Tick == 0 {
-		c.Tick = time.Millisecond
-	}
-	if c.Idle == 0 {
-		c.Idle = 4 * c.Tick
-	}
-	if c.Suspect == 0 {
-		c.Suspect = time.Second
-	}
+	d := member.Defaults{Topology: c.Topology, Algorithm: c.Algorithm, Epsilon: c.Epsilon, Tick: c.Tick, Idle: c.Idle, Suspect: c.Suspect}
+	d.Fill()
+	c.Topology, c.Algorithm, c.Epsilon, c.Tick, c.Idle, c.Suspect = d.Topology, d.Algorithm, d.Epsilon, d.Tick, d.Idle, d.Suspect
 	if c.Latency == 0 {
 		c.Latency = 50 * time.Microsecond
 	}
@@ -290,9 +275,6 @@ func (n *Net) Run(epoch uint64, inputs [][]float64, starts []time.Duration, limi
 		nd.m.GiveUp(n.now, context.DeadlineExceeded)
 		n.flush(gossip.NodeID(i))
 	}
-	if Debugf != nil {
-		Debugf("epoch %d: now %v events %d messages %d", epoch, n.now, n.Events, n.Messages)
-	}
 	return n.outcomes
 }
 
@@ -440,6 +422,3 @@ func (n *Net) separated(a, b gossip.NodeID) bool {
 
 // Sent returns the number of messages member id has sent.
 func (n *Net) Sent(id gossip.NodeID) int { return n.nodes[id].sent }
-
-// Debugf, when set, receives a line per operation.
-var Debugf func(format string, a ...any)
