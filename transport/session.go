@@ -357,13 +357,13 @@ func (e *endpoint) receive(h Header, from gossip.NodeID) bool {
 	}
 	e.smu.Unlock()
 
+	if learned {
+		// Counted before the queue is sent: whoever receives a message that
+		// waited for the session also sees the session counted.
+		e.count(cSessions)
+	}
 	if flush {
 		e.flush(from)
-	}
-	if learned {
-		// Counted once the queue is sent: whoever sees the session also
-		// sees the messages that waited for it counted in Sent.
-		e.count(cSessions)
 	}
 	return !h.Handshake
 }

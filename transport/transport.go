@@ -105,7 +105,7 @@ type Stats struct {
 	Unsent    uint64 // queued for a peer whose incarnation was unknown, then discarded: the queue was full ([SessionQueue]; the oldest goes) or the endpoint closed
 	Probes    uint64 // session probes sent (handshake)
 	Answers   uint64 // probe answers sent (handshake)
-	Sessions  uint64 // peer incarnations learned (the first from each peer, and again after each restart of it), counted once the messages queued for the peer are sent
+	Sessions  uint64 // peer incarnations learned (the first from each peer, and again after each restart of it), counted before the messages queued for the peer are sent
 }
 
 // Dropped is the number of arrived messages that were not delivered:
