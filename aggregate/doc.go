@@ -78,10 +78,14 @@
 // majority never decides (its members run out their context with
 // ErrNotConverged), so a partition cannot split the group into two
 // answers. Without a group key anyone who can publish can forge
-// messages: a member then takes a result only if its own estimate
-// confirms it within ε, so forged values cannot become results, but a
-// forger can still keep a group from deciding. Use a key (--key-file,
-// transport.Options.Key) wherever others can publish.
+// messages. A member takes a result it did not itself accept in the
+// commit only if its own estimate confirms it within ε and two different
+// members sent it bit for bit, so no single forged message decides what a
+// member returns; a forger who sends the same value under two identities,
+// or many messages, can still make a member return a value within ε of
+// the truth that differs from the group's, or keep a group from deciding.
+// Use a key (--key-file, transport.Options.Key) wherever others can
+// publish.
 //
 // # Requests, epochs and membership
 //

@@ -218,7 +218,7 @@ func (m *Machine) checkChosen(now time.Duration) {
 	if err := m.bnode.Broadcast(m.bnow(now), o.epoch, value); err != nil {
 		m.log.Debug("result broadcast failed to start", "err", err)
 	}
-	m.deliver(now, slices.Clone(value), m.r.ID)
+	m.deliver(now, slices.Clone(value), m.r.ID, fromSelf)
 	m.collect(now)
 }
 

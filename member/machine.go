@@ -78,6 +78,10 @@ type Stats struct {
 	// been stalled (starved of CPU, or stopped): its neighbours' silence
 	// over the stall was not held against them.
 	Stalls int
+	// Unconfirmed counts results (distinct payloads) heard from a single
+	// source that this member had not accepted itself: it waits for a
+	// second source before it takes one (see the package documentation).
+	Unconfirmed int
 }
 
 // op is one operation: under way, or finished and kept for a while to
@@ -104,6 +108,7 @@ type op struct {
 	done       bool
 	result     []float64 // the result payload (see resultPayload)
 	root       gossip.NodeID
+	heardOnce  []heardResult   // results heard from one source only (see deliver)
 	abort      error           // the group disagrees: tell the members still gossiping
 	hello      []gossip.NodeID // members that announced themselves during the operation
 	left       []gossip.NodeID // members that left during the operation
@@ -561,7 +566,7 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 			return
 		}
 		if !o.done {
-			m.deliver(now, msg.Payload, gossip.NodeID(msg.Tag))
+			m.deliver(now, msg.Payload, gossip.NodeID(msg.Tag), int(msg.From))
 		}
 	}
 }
@@ -690,13 +695,13 @@ func (m *Machine) checkDone(now time.Duration) {
 		// A group of one has its answer at once (no message will ever come
 		// to certify it).
 		m.est = o.m.Estimate(m.est[:0])
-		m.deliver(now, resultPayload(m.est, o.ext, 1, newBitset(1)), m.r.ID)
+		m.deliver(now, resultPayload(m.est, o.ext, 1, newBitset(1)), m.r.ID, fromSelf)
 		return
 	}
 	if m.r.Algorithm.Finite {
 		if f, ok := o.m.(gossip.Finisher); ok && f.Done() {
 			m.est = o.m.Estimate(m.est[:0])
-			m.deliver(now, resultPayload(m.est, nil, m.r.n, newBitset(m.r.n)), m.r.ID)
+			m.deliver(now, resultPayload(m.est, nil, m.r.n, newBitset(m.r.n)), m.r.ID, fromSelf)
 		}
 		return
 	}
@@ -740,7 +745,9 @@ func (m *Machine) pollBroadcast(now time.Duration) {
 func (m *Machine) collect(now time.Duration) {
 	for _, dv := range m.bnode.Deliveries(nil) {
 		if m.Active() && dv.Epoch == m.cur.epoch {
-			m.deliver(now, dv.Value, dv.Root)
+			// The members that relay a broadcast have not checked it: its
+			// source is the root it names.
+			m.deliver(now, dv.Value, dv.Root, int(dv.Root))
 		}
 	}
 }
@@ -779,7 +786,14 @@ func (m *Machine) mismatch(now time.Duration, err error) {
 // it must have the operation's shape, cover a majority of the group and
 // cover this member; a result that leaves this member out ends the
 // operation with ErrExcluded, never with someone else's aggregate.
-func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.NodeID) {
+//
+// from is the member the result comes from (a broadcast's root, a late
+// answer's sender), or fromSelf for this member's own decision. A result
+// this member did not itself accept in the commit (see commit.go) is
+// taken only once two sources sent it bit for bit and its own estimate
+// confirms it: one message, forged or from a faulty member, cannot decide
+// what a member returns.
+func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.NodeID, from int) {
 	o := m.cur
 	values, ext, live, dead, ok := parseResult(payload, len(o.req.Values), len(o.ext), m.r.n)
 	if !ok {
@@ -798,17 +812,22 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 		return
 	}
 	accepted := o.px.hasAcc && sameBits(o.px.accepted[1:], payload)
-	if root != m.r.ID && o.cert != nil && !accepted && !m.plausible(o, values, ext) {
-		// Without a group key anybody can send a result: take only one
-		// that this member's own state confirms. A genuine result is
-		// within ε/2 of every certified estimate (see checkDone), and
-		// estimates only move closer after certification unless a member
-		// is excluded late, when this member refuses and runs out its
-		// time (ErrNotConverged) rather than return a value it cannot
-		// confirm.
-		m.stats.Rejected++
-		m.log.Debug("result that this member's estimate does not confirm ignored", "root", root)
-		return
+	if from != fromSelf && !accepted {
+		if o.cert != nil && !m.plausible(o, values, ext) {
+			// Without a group key anybody can send a result: take only one
+			// that this member's own state confirms. A genuine result is
+			// within ε/2 of every certified estimate (see checkDone), and
+			// estimates only move closer after certification unless a
+			// member is excluded late, when this member refuses and runs
+			// out its time (ErrNotConverged) rather than return a value it
+			// cannot confirm.
+			m.stats.Rejected++
+			m.log.Debug("result that this member's estimate does not confirm ignored", "root", root)
+			return
+		}
+		if !m.corroborated(o, payload, from) {
+			return
+		}
 	}
 	values = slices.Clone(values)
 	if o.req.Sum {
@@ -829,6 +848,40 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 		m.absent.set(int(j))
 	}
 	m.finish(now, Result{Value: values, Extremes: slices.Clone(ext), Epoch: o.epoch, Live: live, Root: root, Absent: dead.members(m.r.n)}, nil)
+}
+
+// Sources of a result other than a member.
+const fromSelf = -1 // this member's own decision
+
+// maxHeardOnce bounds the results an operation keeps while it waits for a
+// second source: a flood of distinct forgeries evicts the oldest, and a
+// genuine result keeps coming (late answers repeat every Suspect/8).
+const maxHeardOnce = 16
+
+// heardResult is a result payload heard from one source.
+type heardResult struct {
+	payload []float64
+	from    int
+}
+
+// corroborated records that from sent payload and reports whether another
+// source sent the same bits before.
+func (m *Machine) corroborated(o *op, payload []float64, from int) bool {
+	for _, h := range o.heardOnce {
+		if sameBits(h.payload, payload) {
+			if h.from != from {
+				return true
+			}
+			return false
+		}
+	}
+	if len(o.heardOnce) == maxHeardOnce {
+		o.heardOnce = slices.Delete(o.heardOnce, 0, 1)
+	}
+	o.heardOnce = append(o.heardOnce, heardResult{payload: slices.Clone(payload), from: from})
+	m.stats.Unconfirmed++
+	m.log.Debug("result heard from one source; waiting for a second", "from", from)
+	return false
 }
 
 // plausible reports whether a result agrees with this member's own state:

@@ -15,7 +15,7 @@ import (
 )
 
 // Scenarios are the kinds of fault a chaos schedule draws from.
-var Scenarios = []string{"loss", "dup", "reorder", "slow", "pause", "crash", "root-crash", "root-exit", "partition", "partition-heal", "forge"}
+var Scenarios = []string{"loss", "dup", "reorder", "slow", "pause", "crash", "root-crash", "root-exit", "partition", "partition-heal", "forge", "forge-near"}
 
 // ChaosConfig configures a chaos campaign: randomized fault schedules in
 // the manner of Jepsen and of FoundationDB's simulation testing, each
@@ -214,6 +214,25 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 			}
 			note("op %d: %d forged results", e, k)
 		}
+		if has("forge-near") {
+			// A result within ε/4 of the true average: it passes every
+			// member's own plausibility check, and the member that took it
+			// alone would hold other bits than the rest of the group.
+			// Spread over the operation, so that some arrive when the
+			// members' estimates are within ε of the truth.
+			k := 10 + rng.IntN(30)
+			truth := mean(inputs)
+			for range k {
+				to := gossip.NodeID(rng.IntN(n))
+				root := gossip.NodeID(rng.IntN(n))
+				val := slices.Clone(truth)
+				for i := range val {
+					val[i] *= 1 + net.cfg.Epsilon/4*(2*rng.Float64()-1)
+				}
+				net.Inject(forgedResult(n, uint64(e), root, to, val), t0+time.Duration(rng.Int64N(int64(80*time.Millisecond))))
+			}
+			note("op %d: %d forged results near the truth", e, k)
+		}
 		outs := net.Run(uint64(e), inputs, nil, limit)
 		c.Operations++
 		c.Truncated = net.Truncated
@@ -229,6 +248,17 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 	}
 	c.Schedule = fmt.Sprintf("nodes %d topology %s: %s", n, orDefault(cfg.Topology, "complete"), strings.Join(sched, "; "))
 	return c, nil
+}
+
+// mean is the element-wise average of the inputs.
+func mean(inputs [][]float64) []float64 {
+	avg := make([]float64, len(inputs[0]))
+	for _, in := range inputs {
+		for i, v := range in {
+			avg[i] += v / float64(len(inputs))
+		}
+	}
+	return avg
 }
 
 func orDefault(s, d string) string {
