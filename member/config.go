@@ -47,6 +47,10 @@ type Config struct {
 	Injector func(epoch uint64) gossip.Injector
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
+	// Authenticated says that messages are authenticated (a group key):
+	// a message's From is its sender. Without it, errors that blame a
+	// member say that the sender is only what the message claims.
+	Authenticated bool
 }
 
 // resolved adds what a Config implies.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/broadcast"
@@ -453,7 +454,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		}
 		if err := decodeCert(msg.Attach, m.r.n, len(o.req.Values), len(o.ext), &m.peer); err != nil {
 			if errors.Is(err, gossip.ErrLength) {
-				m.mismatch(now, fmt.Errorf("%w: node %d sent vectors of other lengths: %w", ErrGroupMismatch, msg.From, err))
+				m.mismatch(now, fmt.Errorf("%w: %s sent vectors of other lengths: %w", ErrGroupMismatch, m.sender(msg.From), err))
 				return
 			}
 			m.reject("certificate", msg, err)
@@ -471,7 +472,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 	out, err := o.m.Step(msg, m.scratch[:0])
 	if err != nil {
 		if errors.Is(err, gossip.ErrLength) {
-			m.mismatch(now, fmt.Errorf("%w: node %d: %w", ErrGroupMismatch, msg.From, err))
+			m.mismatch(now, fmt.Errorf("%w: %s: %w", ErrGroupMismatch, m.sender(msg.From), err))
 			return
 		}
 		m.reject("machine", msg, err)
@@ -531,7 +532,7 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 	switch msg.Tag {
 	case tagAbort:
 		if !o.done {
-			m.mismatch(now, fmt.Errorf("%w: node %d found that the members' vectors differ in length", ErrGroupMismatch, msg.From))
+			m.mismatch(now, fmt.Errorf("%w: %s found that the members' vectors differ in length", ErrGroupMismatch, m.sender(msg.From)))
 		}
 	case tagExcluded:
 		if !o.done {
@@ -575,8 +576,17 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 // dead; it announces itself again so that it is counted from the next
 // operation on.
 func (m *Machine) excludedSelf(now time.Duration, o *op, by gossip.NodeID) {
-	m.finish(now, m.best(), fmt.Errorf("%w (told by node %d, epoch %d)", ErrExcluded, by, o.epoch))
+	m.finish(now, m.best(), fmt.Errorf("%w (told by %s, epoch %d)", ErrExcluded, m.sender(by), o.epoch))
 	m.announce(tagHello)
+}
+
+// sender names the member a message comes from, for an error that blames
+// it: without authentication, only as the message claims.
+func (m *Machine) sender(j gossip.NodeID) string {
+	if m.r.Authenticated {
+		return "node " + strconv.Itoa(int(j))
+	}
+	return "node " + strconv.Itoa(int(j)) + " (as the message claims: without a group key the sender is not authenticated)"
 }
 
 func (m *Machine) reject(what string, msg gossip.Message, err error) {
