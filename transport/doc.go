@@ -84,6 +84,61 @@
 // A queued message waits as long as the peer stays silent: until a later
 // Send probes a node that has opened since, or the node itself sends.
 //
+// # Claims
+//
+// Two endpoints of the same node of a group (two processes started with the
+// same id) would both receive the node's messages and both send as it: its
+// peers would flip between the two incarnations, and one input would go
+// missing from results, silently. Endpoints refuse this instead, on both
+// sides. On one transport, Open refuses a node another endpoint of the
+// transport holds (the error wraps [ErrDuplicateID] and
+// gossip.ErrInvalidConfig), and the holder is marked as below: the [Memory]
+// transport sees every endpoint of its network, so this is all it does.
+// Across NATS connections, endpoints find each other with claims, handshake
+// messages a node sends to itself on its own subject (from = to, sequence
+// number 0, counted in Stats.Claims):
+//
+//   - A NATS Open, once subscribed, publishes a claim: "I am incarnation C
+//     of node i" (bound to incarnation 0), and waits a moment for an
+//     answer: twice the round trip of the flush that confirms the claim
+//     reached the server, at least 5 ms, at most 100 ms, or until its
+//     context ends.
+//   - An open endpoint H of node i that receives a claim of another
+//     incarnation answers it with a claim message bound to C. The claim
+//     may be a replay of an old one, so H believes nothing yet.
+//   - C, receiving a claim message bound to its own incarnation from
+//     another one, knows that H holds the node now (C's incarnation did not
+//     exist before C opened): it marks itself and confirms with a claim
+//     message bound to H, which marks H. During Open this makes Open close
+//     the endpoint and fail with an error wrapping ErrDuplicateID; an answer
+//     that comes later marks the open endpoint just the same.
+//
+// A marked endpoint counts the other incarnation in Stats.Duplicates and
+// logs it at error level ([Options.Logger]); from then on [Endpoint.Err]
+// and every Send report ErrDuplicateID, its queued messages are discarded
+// and it no longer answers probes (it still answers claims, so that later
+// duplicates are refused too, and still delivers what arrives). The
+// error is permanent: the node is misconfigured, and should be closed.
+// An endpoint replies at most once to each other incarnation (it
+// remembers the last 16), so the exchange ends, and answers at most 4
+// claims per 10 ms.
+//
+// A closed endpoint answers nothing: a node closed and opened again, in
+// the same process or another, or opened after its process died, is not
+// refused. One whose previous endpoint was still open (a process still
+// shutting down) may be, as the two did overlap: open it again.
+//
+// Replays cannot refuse anybody: a replayed claim is answered, but its
+// incarnation is gone and never confirms; a claim message bound to an
+// endpoint's incarnation is made only by an endpoint that was open at the
+// same time. With a group key, only members can make claim messages;
+// without one, anyone who can publish can forge them, as any message, and
+// so refuse a node. The detection is best effort, like everything in the
+// package: a lost claim or answer, an answer rate-limited by a flood of
+// claims, or (in a NATS cluster) a claimer whose subscription has not
+// reached the holder's server yet, lets a duplicate through undetected,
+// as before.
+//
 // # The embedded server and clusters
 //
 // [StartEmbedded] runs a NATS server inside the process, on 127.0.0.1 only

@@ -10,5 +10,17 @@ func WithSessionTiming(o Options, probeEvery, answerEvery time.Duration) Options
 	return o
 }
 
+// WithClaimWait returns o with the time NATS Open waits for an answer to
+// its claim fixed at d (d > 0) instead of derived from the round trip.
+func WithClaimWait(o Options, d time.Duration) Options {
+	t := sessionTiming{probeEvery: defaultProbeEvery, answerEvery: defaultAnswerEvery}
+	if o.timing != nil {
+		t = *o.timing
+	}
+	t.claimWait = d
+	o.timing = &t
+	return o
+}
+
 // IncarnationOf returns the incarnation of an endpoint of this package.
 func IncarnationOf(ep Endpoint) uint64 { return ep.(*endpoint).inc }

@@ -60,7 +60,10 @@ func NewMemory(opts MemoryOptions) (*Memory, error) {
 	return t, nil
 }
 
-// Open implements [Transport].
+// Open implements [Transport]. Memory sees every endpoint of its network, so
+// it sends no claim: opening a node that is open already fails with an
+// error wrapping [ErrDuplicateID] (and gossip.ErrInvalidConfig), and marks
+// the holder (see the package documentation, "Claims").
 func (t *Memory) Open(ctx context.Context, g Group, id gossip.NodeID) (Endpoint, error) {
 	e, err := t.hub.add(ctx, g, id)
 	if err != nil {

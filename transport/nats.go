@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -141,7 +142,10 @@ func newNATS(nc *nats.Conn, owned bool, opts Options, closeTimeout time.Duration
 // URLs (each may itself be a comma-separated list), and returns a transport
 // that owns the connection. The connection reconnects after failures (see
 // [NATSOptions]). A server refusing the credentials gives an error wrapping
-// [ErrAuth], a failed TLS setup one wrapping [ErrTLS].
+// [ErrAuth], a failed TLS setup one wrapping [ErrTLS]. Without a group key
+// (Options.Key) it logs a warning, to Options.Logger or else to
+// slog.Default: any client of the server can then forge and replay the
+// group's messages.
 func Connect(ctx context.Context, urls []string, opts NATSOptions) (*NATS, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("transport: %w: no NATS server URL", gossip.ErrInvalidConfig)
@@ -150,6 +154,15 @@ func Connect(ctx context.Context, urls []string, opts NATSOptions) (*NATS, error
 		if strings.TrimSpace(u) == "" {
 			return nil, fmt.Errorf("transport: %w: empty NATS server URL", gossip.ErrInvalidConfig)
 		}
+	}
+	if len(opts.Key) == 0 {
+		// A server others can publish on, without a key: say so, even to
+		// a caller who gave no logger.
+		log := opts.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("transport: no group key: any client of the NATS server can forge or replay this group's messages; set Options.Key", "url", redact(strings.Join(urls, ",")))
 	}
 	return connect(ctx, strings.Join(urls, ","), nil, opts)
 }
@@ -300,10 +313,15 @@ func (d *ctxDialer) detach() {
 // other traffic on it.
 func (t *NATS) Conn() *nats.Conn { return t.nc }
 
-// Open implements [Transport]: it subscribes to g.Subject(id) and waits for
-// the server to confirm the subscription (bounded by ctx, or by the close
-// timeout when ctx has no deadline), so that when Open returns, messages
-// other processes publish to the node reach it.
+// Open implements [Transport]: it subscribes to g.Subject(id), publishes
+// the endpoint's claim of the node and waits for the server to confirm both
+// (bounded by ctx, or by the close timeout when ctx has no deadline), so
+// that when Open returns, messages other processes publish to the node
+// reach it. Then it waits briefly for another endpoint holding the node to
+// answer the claim: twice the round trip of that confirmation, at least 5
+// ms and at most 100 ms (or until ctx ends). If one does, Open closes the
+// endpoint and fails with an error wrapping [ErrDuplicateID] (see the
+// package documentation, "Claims").
 func (t *NATS) Open(ctx context.Context, g Group, id gossip.NodeID) (Endpoint, error) {
 	e, err := t.hub.add(ctx, g, id)
 	if err != nil {
@@ -318,9 +336,20 @@ func (t *NATS) Open(ctx context.Context, g Group, id gossip.NodeID) (Endpoint, e
 		_ = sub.Unsubscribe()
 		return nil, err
 	}
+	// The server handles the subscription before the claim (one
+	// connection keeps the order), so an answer to the claim finds it.
+	start := time.Now()
+	if err := e.claim(); err != nil {
+		_ = e.Close()
+		return nil, fmt.Errorf("transport: claim %s: %w", e.subject, err)
+	}
 	if err := t.flush(ctx); err != nil {
 		_ = e.Close()
 		return nil, fmt.Errorf("transport: subscribe %s: %w", e.subject, err)
+	}
+	if err := e.awaitClaim(ctx, t.hub.claimWaitFor(time.Since(start))); err != nil {
+		_ = e.Close()
+		return nil, err
 	}
 	return e, nil
 }

@@ -72,8 +72,21 @@ func TestSubjects(t *testing.T) {
 		if g.Prefix != "" {
 			sub = custom
 		}
-		// First the handshake (node 0 probes node 1, which answers), each
-		// message on the subject of its addressee, then the message.
+		// First each node's claim of its id, on its own subject; then the
+		// handshake (node 0 probes node 1, which answers), each message on
+		// the subject of its addressee; then the message.
+		for id := range gossip.NodeID(2) {
+			msg, err := sub.NextMsg(patience)
+			require.NoError(t, err)
+			h, got, err := transport.Decode(msg.Data)
+			require.NoError(t, err)
+			assert.True(t, h.Handshake)
+			assert.Equal(t, transport.IncarnationOf(eps[id]), h.Incarnation)
+			assert.Zero(t, h.PeerIncarnation)
+			assert.Zero(t, h.Seq)
+			assert.Equal(t, g.Subject(id), msg.Subject)
+			assert.Equal(t, gossip.Message{From: id, To: id}, got)
+		}
 		for _, hs := range []struct{ from, to gossip.NodeID }{{0, 1}, {1, 0}} {
 			msg, err := sub.NextMsg(patience)
 			require.NoError(t, err)

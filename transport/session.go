@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -50,10 +51,26 @@ const (
 	maxPeers = 1 << 16
 )
 
+// Bounds of the claims (see the package documentation, "Claims").
+const (
+	// claimWaitMin and claimWaitMax bound how long NATS Open waits for an
+	// answer to its claim after the flush that follows it: twice the
+	// flush's round trip, but at least claimWaitMin and at most
+	// claimWaitMax.
+	claimWaitMin = 5 * time.Millisecond
+	claimWaitMax = 100 * time.Millisecond
+
+	// claimBurst is how many claims an endpoint answers per answer
+	// interval (defaultAnswerEvery), so that a flood of (replayed) claims
+	// cannot make it send a flood.
+	claimBurst = 4
+)
+
 // sessionTiming overrides the session intervals; only tests set it
 // (Options.timing, see export_test.go).
 type sessionTiming struct {
 	probeEvery, answerEvery time.Duration
+	claimWait               time.Duration // 0: the default
 }
 
 // newIncarnation draws a random non-zero incarnation from crypto/rand.
@@ -187,6 +204,10 @@ func (e *endpoint) sessionSend(m gossip.Message, lost bool) error {
 		e.smu.Unlock()
 		return fmt.Errorf("transport: send from %s: %w", e.subject, ErrClosed)
 	}
+	if err := e.self.err; err != nil {
+		e.smu.Unlock()
+		return err
+	}
 	p := e.peerLocked(m.To, true)
 	switch {
 	case p.inc != 0 && !p.flushing:
@@ -313,6 +334,12 @@ func (e *endpoint) receive(h Header, from gossip.NodeID) bool {
 	case h.Incarnation == 0:
 		e.drop(cForeign, "sender incarnation 0: not written by an endpoint")
 		return false
+	case from == e.id && (h.Seq == 0 || h.Incarnation != e.inc):
+		// A claim, a reply to one, or anything else from another
+		// incarnation of this node. (Sequence numbers from 1 and this
+		// incarnation: the session of a node sending to itself.)
+		e.receiveClaim(h)
+		return false
 	case h.Handshake && h.PeerIncarnation == 0:
 		// A probe may be a replay: answer it, learn nothing from it.
 		e.answer(from, h.Incarnation)
@@ -375,7 +402,7 @@ func (e *endpoint) answer(to gossip.NodeID, inc uint64) {
 	now := time.Now()
 	e.smu.Lock()
 	p := e.peerLocked(to, false)
-	if e.sclosed || p == nil {
+	if e.sclosed || e.self.err != nil || p == nil {
 		e.smu.Unlock()
 		return
 	}
@@ -402,7 +429,7 @@ func (e *endpoint) flush(to gossip.NodeID) {
 	for {
 		e.smu.Lock()
 		p := e.peers[to]
-		if e.sclosed || len(p.queue) == 0 {
+		if e.sclosed || e.self.err != nil || len(p.queue) == 0 {
 			p.flushing = false
 			e.smu.Unlock()
 			return
@@ -427,6 +454,13 @@ func (e *endpoint) closeSessions() {
 	e.smu.Lock()
 	defer e.smu.Unlock()
 	e.sclosed = true
+	e.discardQueuesLocked()
+}
+
+// discardQueuesLocked discards the messages queued for every peer,
+// counting them in Unsent, and stops the retry timers. The caller holds
+// smu.
+func (e *endpoint) discardQueuesLocked() {
 	for _, p := range e.peers {
 		e.countN(cUnsent, uint64(len(p.queue)))
 		p.queue = nil
@@ -435,4 +469,161 @@ func (e *endpoint) closeSessions() {
 			p.retry = nil
 		}
 	}
+}
+
+// incSet remembers the last maxRetired incarnations added to it.
+type incSet struct {
+	ring [maxRetired]uint64
+	next int
+}
+
+func (s *incSet) has(inc uint64) bool { return slices.Contains(s.ring[:], inc) }
+
+func (s *incSet) add(inc uint64) {
+	s.ring[s.next] = inc
+	s.next = (s.next + 1) % len(s.ring)
+}
+
+// identity is what an endpoint knows of other endpoints of its own node
+// (see the package documentation, "Claims"). The endpoint's smu guards it.
+type identity struct {
+	err     error     // set when another endpoint was found holding the node; then never cleared
+	found   incSet    // the other incarnations found (counted in Stats.Duplicates)
+	told    incSet    // other incarnations a reply bound to them was sent to: a claim's answer or a confirmation
+	window  time.Time // when the current claim answer interval began
+	answers int       // claims answered in it
+}
+
+// claimHeader is the header of a claim (bound to 0) or of a reply bound to
+// incarnation inc of this endpoint's node: a handshake from the node to
+// itself with sequence number 0.
+func (e *endpoint) claimHeader(inc uint64) Header {
+	return Header{ConfigHash: e.group.ConfigHash, Incarnation: e.inc, PeerIncarnation: inc, Handshake: true}
+}
+
+// claim publishes this endpoint's claim of its node: "I am incarnation X
+// of this node; does anybody else hold it?"
+func (e *endpoint) claim() error {
+	return e.publishCounted(e.claimHeader(0), gossip.Message{From: e.id, To: e.id}, cClaims)
+}
+
+// replyClaim publishes a claim message bound to incarnation inc of this
+// endpoint's node: the answer to its claim, or the confirmation of its
+// answer.
+func (e *endpoint) replyClaim(inc uint64) {
+	if err := e.publishCounted(e.claimHeader(inc), gossip.Message{From: e.id, To: e.id}, cClaims); err != nil {
+		e.hub.opts.Logger.Debug("transport: claim reply not sent", "subject", e.subject, "err", err)
+	}
+}
+
+// receiveClaim handles a message from this endpoint's own node that is a
+// claim message (sequence number 0) or comes from another incarnation.
+func (e *endpoint) receiveClaim(h Header) {
+	switch {
+	case !h.Handshake:
+		e.drop(cReplayed, "an application message to this node from itself with sequence number 0, or from another incarnation")
+	case h.Incarnation == e.inc:
+		// This endpoint's own claim or reply, back from the network.
+	case h.PeerIncarnation == 0:
+		// A claim, which may be a replay: answer it, and believe nothing
+		// until the claimer confirms.
+		if e.mayAnswerClaim(h.Incarnation) {
+			e.replyClaim(h.Incarnation)
+		}
+	case h.PeerIncarnation == e.inc:
+		// Bound to this incarnation, which did not exist before this
+		// endpoint was opened: an answer to its claim or a confirmation of
+		// its answer, from an endpoint that holds the node now.
+		if e.markDuplicate(h.Incarnation) {
+			e.replyClaim(h.Incarnation) // the confirmation: the other refuses too
+		}
+	default:
+		e.drop(cReplayed, "a claim message between other incarnations of this node")
+	}
+}
+
+// mayAnswerClaim reports whether to answer a claim of incarnation inc
+// (and records the answer): not if this endpoint is closed, has already
+// replied to inc, or has answered claimBurst claims in the current answer
+// interval.
+func (e *endpoint) mayAnswerClaim(inc uint64) bool {
+	now := time.Now()
+	e.smu.Lock()
+	defer e.smu.Unlock()
+	if e.sclosed || e.self.told.has(inc) {
+		return false
+	}
+	if now.Sub(e.self.window) >= e.hub.answerEvery {
+		e.self.window, e.self.answers = now, 0
+	}
+	if e.self.answers >= claimBurst {
+		return false
+	}
+	e.self.answers++
+	e.self.told.add(inc)
+	return true
+}
+
+// markDuplicate records that incarnation other of this endpoint's node
+// holds it too: the first time, Err and Send report ErrDuplicateID from
+// then on and the queues are discarded; each other incarnation is counted
+// in Duplicates and logged once. It reports whether to confirm to other
+// (that is, no reply bound to it was sent yet). A closed endpoint takes no
+// part: it marks nothing and confirms nothing.
+func (e *endpoint) markDuplicate(other uint64) (confirm bool) {
+	e.smu.Lock()
+	if e.sclosed {
+		e.smu.Unlock()
+		return false
+	}
+	if e.self.err == nil {
+		e.self.err = fmt.Errorf("transport: %s: %w (this endpoint is incarnation %016x, the other %016x)", e.subject, ErrDuplicateID, e.inc, other)
+		close(e.dup)
+		e.discardQueuesLocked()
+	}
+	found := !e.self.found.has(other)
+	if found {
+		e.self.found.add(other)
+	}
+	confirm = !e.self.told.has(other)
+	if confirm {
+		e.self.told.add(other)
+	}
+	e.smu.Unlock()
+	if found {
+		e.count(cDuplicates)
+		e.hub.opts.Logger.Error("transport: another endpoint holds this node id; this endpoint no longer sends",
+			"subject", e.subject, "incarnation", fmt.Sprintf("%016x", e.inc), "other", fmt.Sprintf("%016x", other))
+	}
+	return confirm
+}
+
+// awaitClaim waits, for at most d, for an answer to this endpoint's claim
+// from another endpoint of its node, and returns the error that reports it
+// (wrapping ErrDuplicateID), ctx's error if it ends first, or nil.
+func (e *endpoint) awaitClaim(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-e.dup:
+		return e.Err()
+	case <-ctx.Done():
+		return fmt.Errorf("transport: open %s: %w", e.subject, ctx.Err())
+	case <-tm.C:
+	}
+	select {
+	case <-e.dup:
+		return e.Err()
+	default:
+		return nil
+	}
+}
+
+// claimWaitFor returns how long NATS Open waits for an answer to its claim
+// after a flush that took rtt.
+func (h *hub) claimWaitFor(rtt time.Duration) time.Duration {
+	if h.claimWait > 0 {
+		return h.claimWait
+	}
+	return min(max(2*rtt, claimWaitMin), claimWaitMax)
 }

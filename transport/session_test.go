@@ -104,7 +104,7 @@ func TestReplayIntoNewRun(t *testing.T) {
 				require.NoError(t, old[1].Send(ctx, gossip.Message{From: 1, To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: 99}))
 				require.Equal(t, uint64(99), recv(t, old[0]).Tag)
 				st := r.run1.Stats()
-				published := int(st.Sent + st.Probes + st.Answers)
+				published := int(st.Sent + st.Probes + st.Answers + st.Claims)
 				eventually(t, func() bool { return len(r.tap.all()) == published }, "%d messages recorded", published)
 				require.NoError(t, r.run1.Close())
 
@@ -199,7 +199,7 @@ func TestDuplicateDeliveredOnce(t *testing.T) {
 		assert.Equal(t, uint64(1), recv(t, ep).Tag)
 		assert.Equal(t, uint64(2), recv(t, ep).Tag)
 		requireEmpty(t, ep)
-		assert.Equal(t, transport.Stats{Received: 2, Replayed: 1, Sessions: 1}, ep.Stats())
+		assert.Equal(t, transport.Stats{Received: 2, Replayed: 1, Sessions: 1, Claims: im.claims(1)}, ep.Stats())
 	})
 }
 
@@ -307,7 +307,7 @@ func TestQueuedUntilPeerOpens(t *testing.T) {
 		st := a.Stats()
 		assert.GreaterOrEqual(t, st.Probes, uint64(early), "every Send probes (and the retry timer may have probed again)")
 		st.Probes = 0
-		assert.Equal(t, transport.Stats{Unsent: early - transport.SessionQueue}, st, "nothing sent, only probes into the void")
+		assert.Equal(t, transport.Stats{Unsent: early - transport.SessionQueue, Claims: im.claims(1)}, st, "nothing sent, only probes into the void")
 
 		b, err := tr.Open(ctx, g, 1)
 		require.NoError(t, err)
@@ -345,7 +345,7 @@ func TestProbeFlood(t *testing.T) {
 		inject(g.Subject(0), crafted(t, g, 50, 0xABC, ep, 1, 77))
 		require.Equal(t, uint64(77), recv(t, ep).Tag)
 		requireEmpty(t, ep)
-		assert.Equal(t, transport.Stats{Received: 1, Answers: nodes, Sessions: 1}, ep.Stats())
+		assert.Equal(t, transport.Stats{Received: 1, Answers: nodes, Sessions: 1, Claims: im.claims(1)}, ep.Stats())
 	})
 }
 

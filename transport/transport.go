@@ -26,6 +26,14 @@ const DefaultBuffer = 1024
 // ErrClosed reports a Send or Open on a closed endpoint or transport.
 var ErrClosed = errors.New("transport: closed")
 
+// ErrDuplicateID reports that another endpoint holds the same node of the
+// same group: another process (or the same one) opened it too, and is
+// still open. Open fails with an error wrapping it when it finds the node
+// held, and an endpoint that finds itself sharing its node with another
+// fails every Send with one ([Endpoint.Err]); see the package
+// documentation, "Claims".
+var ErrDuplicateID = errors.New("transport: another endpoint holds this node id")
+
 // Transport carries gossip messages between the nodes of groups. One
 // Transport may host many endpoints (the run command puts every node of a
 // group in one process over one NATS connection) or just one (the node
@@ -33,8 +41,12 @@ var ErrClosed = errors.New("transport: closed")
 type Transport interface {
 	// Open starts receiving the messages addressed to node id of group g
 	// and returns the node's endpoint. When Open returns, messages sent to
-	// the node reach it. Opening the same node of the same group twice on
-	// one Transport fails.
+	// the node reach it. Opening a node of a group that another endpoint
+	// holds fails with an error wrapping [ErrDuplicateID], and the holder
+	// refuses to send from then on (see the package documentation,
+	// "Claims"): on one Transport always (the error also wraps
+	// gossip.ErrInvalidConfig), across NATS connections when the holder
+	// answers the new endpoint's claim in time.
 	Open(ctx context.Context, g Group, id gossip.NodeID) (Endpoint, error)
 
 	// Stats sums the counts of every endpoint ever opened on the transport.
@@ -60,9 +72,11 @@ type Endpoint interface {
 	// documentation, "Sessions"), not that it arrived. m.From must be the
 	// endpoint's node. Send never blocks on the network and does not keep
 	// m.Payload. It fails with ErrClosed after Close, with an error
-	// wrapping ErrMalformed for a message that cannot be encoded, and with
-	// a wrapped NATS error when the connection refuses it or the probe
-	// (callers may treat that as a lost message).
+	// wrapping ErrDuplicateID once the endpoint has found another holding
+	// its node (see Err), with an error wrapping ErrMalformed for a
+	// message that cannot be encoded, and with a wrapped NATS error when
+	// the connection refuses it or the probe (callers may treat that as a
+	// lost message, but not the first two).
 	Send(ctx context.Context, m gossip.Message) error
 
 	// Messages returns the channel the node's messages arrive on. It is
@@ -79,6 +93,21 @@ type Endpoint interface {
 	// Stats returns this endpoint's counts.
 	Stats() Stats
 
+	// Err returns nil while the endpoint may take part in its group, and
+	// an error wrapping ErrDuplicateID once it has found another endpoint
+	// holding its node (see the package documentation, "Claims"). From
+	// then on Send fails with that error, messages queued for unknown
+	// peers are discarded (Stats.Unsent) and probes are no longer
+	// answered; messages that arrive are still delivered. The error is
+	// permanent: the layer above should close the endpoint and report it
+	// (the node is misconfigured). Close does not set it.
+	Err() error
+
+	// Authenticated reports whether the endpoint's messages carry a MAC
+	// under a group key (Options.Key), so that a message's From is its
+	// sender.
+	Authenticated() bool
+
 	// Close stops receiving and closes the Messages channel; messages still
 	// queued for unknown peers are discarded (Stats.Unsent). It is safe to
 	// call more than once. Opening the node again makes a new incarnation.
@@ -90,22 +119,25 @@ type Endpoint interface {
 // by one endpoint and received by another is counted once in Sent and once
 // in Received. Sent, Received, Lost, Crashed and Unsent count application
 // messages only (what Send was given); the handshake messages of the
-// session layer are counted in Probes and Answers. The drop counters
-// (Malformed to Overflow) count whatever arrived.
+// session layer are counted in Probes and Answers, those of the claims in
+// Claims. The drop counters (Malformed to Overflow) count whatever
+// arrived.
 type Stats struct {
-	Sent      uint64 // handed to the network (a message queued for an unknown peer: when its session is established)
-	Received  uint64 // delivered to the Messages channel
-	Lost      uint64 // dropped at Send by injected loss ([Options.Loss])
-	Crashed   uint64 // vanished at a crashed node ([Memory.Crash]): sent by it (and counted in Sent) or sent to it
-	Malformed uint64 // arrived but failed to decode
-	Foreign   uint64 // decoded but another wire version, configuration hash or addressee, sender incarnation 0, or signed while this side has no key
-	Forged    uint64 // failed authentication under the group key ([Options.Key]): no MAC, or a MAC that does not verify
-	Replayed  uint64 // bound to another incarnation of this endpoint, or a duplicate: a replay or a message from before a restart (see [ReplayWindow])
-	Overflow  uint64 // arrived while the Messages buffer was full
-	Unsent    uint64 // queued for a peer whose incarnation was unknown, then discarded: the queue was full ([SessionQueue]; the oldest goes) or the endpoint closed
-	Probes    uint64 // session probes sent (handshake)
-	Answers   uint64 // probe answers sent (handshake)
-	Sessions  uint64 // peer incarnations learned (the first from each peer, and again after each restart of it), counted before the messages queued for the peer are sent
+	Sent       uint64 // handed to the network (a message queued for an unknown peer: when its session is established)
+	Received   uint64 // delivered to the Messages channel
+	Lost       uint64 // dropped at Send by injected loss ([Options.Loss])
+	Crashed    uint64 // vanished at a crashed node ([Memory.Crash]): sent by it (and counted in Sent) or sent to it
+	Malformed  uint64 // arrived but failed to decode
+	Foreign    uint64 // decoded but another wire version, configuration hash or addressee, sender incarnation 0, or signed while this side has no key
+	Forged     uint64 // failed authentication under the group key ([Options.Key]): no MAC, or a MAC that does not verify
+	Replayed   uint64 // bound to another incarnation of this endpoint, or a duplicate: a replay or a message from before a restart (see [ReplayWindow])
+	Overflow   uint64 // arrived while the Messages buffer was full
+	Unsent     uint64 // queued for a peer whose incarnation was unknown, then discarded: the queue was full ([SessionQueue]; the oldest goes) or the endpoint closed
+	Probes     uint64 // session probes sent (handshake)
+	Answers    uint64 // probe answers sent (handshake)
+	Sessions   uint64 // peer incarnations learned (the first from each peer, and again after each restart of it), counted before the messages queued for the peer are sent
+	Claims     uint64 // claims of the endpoint's own node sent (one per NATS Open), and replies to other incarnations of the node that claimed it or answered (see "Claims")
+	Duplicates uint64 // other endpoints found holding the endpoint's node (each once): from the first, Err and Send report ErrDuplicateID
 }
 
 // Dropped is the number of arrived messages that were not delivered:
@@ -197,8 +229,9 @@ type Options struct {
 	// the same sequence of messages again.
 	Seed uint64
 
-	// Logger receives debug records of dropped messages and, for NATS,
-	// connection events; nil discards them.
+	// Logger receives debug records of dropped messages, an error record
+	// for each other endpoint found holding an endpoint's node ([ErrDuplicateID])
+	// and, for NATS, connection events; nil discards them.
 	Logger *slog.Logger
 
 	// Key, if set, is the group key (at least [MinKeyLen] bytes; every
@@ -248,6 +281,8 @@ const (
 	cProbes
 	cAnswers
 	cSessions
+	cClaims
+	cDuplicates
 	numCounters
 )
 
@@ -255,19 +290,21 @@ type counters [numCounters]atomic.Uint64
 
 func (c *counters) snapshot() Stats {
 	return Stats{
-		Sent:      c[cSent].Load(),
-		Received:  c[cReceived].Load(),
-		Lost:      c[cLost].Load(),
-		Crashed:   c[cCrashed].Load(),
-		Malformed: c[cMalformed].Load(),
-		Foreign:   c[cForeign].Load(),
-		Forged:    c[cForged].Load(),
-		Replayed:  c[cReplayed].Load(),
-		Overflow:  c[cOverflow].Load(),
-		Unsent:    c[cUnsent].Load(),
-		Probes:    c[cProbes].Load(),
-		Answers:   c[cAnswers].Load(),
-		Sessions:  c[cSessions].Load(),
+		Sent:       c[cSent].Load(),
+		Received:   c[cReceived].Load(),
+		Lost:       c[cLost].Load(),
+		Crashed:    c[cCrashed].Load(),
+		Malformed:  c[cMalformed].Load(),
+		Foreign:    c[cForeign].Load(),
+		Forged:     c[cForged].Load(),
+		Replayed:   c[cReplayed].Load(),
+		Overflow:   c[cOverflow].Load(),
+		Unsent:     c[cUnsent].Load(),
+		Probes:     c[cProbes].Load(),
+		Answers:    c[cAnswers].Load(),
+		Sessions:   c[cSessions].Load(),
+		Claims:     c[cClaims].Load(),
+		Duplicates: c[cDuplicates].Load(),
 	}
 }
 
@@ -285,6 +322,7 @@ type hub struct {
 	total   counters
 
 	probeEvery, answerEvery time.Duration // session intervals
+	claimWait               time.Duration // how long NATS Open waits for an answer to its claim; 0: twice the round trip, within bounds
 
 	mu     sync.Mutex
 	eps    map[string]*endpoint
@@ -299,7 +337,7 @@ func newHub(opts Options, publish publishFunc) (*hub, error) {
 	h := &hub{opts: opts, publish: publish, eps: map[string]*endpoint{},
 		probeEvery: defaultProbeEvery, answerEvery: defaultAnswerEvery}
 	if t := opts.timing; t != nil {
-		h.probeEvery, h.answerEvery = t.probeEvery, t.answerEvery
+		h.probeEvery, h.answerEvery, h.claimWait = t.probeEvery, t.answerEvery, t.claimWait
 	}
 	if len(opts.Key) > 0 {
 		if h.mac, err = newMACKey(opts.Key); err != nil {
@@ -329,16 +367,24 @@ func (h *hub) add(ctx context.Context, g Group, id gossip.NodeID) (*endpoint, er
 		rng:     rand.New(rand.NewPCG(h.opts.Seed, uint64(id))),
 		ch:      make(chan gossip.Message, h.opts.Buffer),
 		peers:   map[gossip.NodeID]*peer{},
+		dup:     make(chan struct{}),
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return nil, fmt.Errorf("transport: open %s: %w", e.subject, ErrClosed)
 	}
-	if _, dup := h.eps[e.subject]; dup {
-		return nil, fmt.Errorf("transport: %w: node %d of group %q is already open on this transport", gossip.ErrInvalidConfig, id, g.Name)
+	holder := h.eps[e.subject]
+	if holder == nil {
+		h.eps[e.subject] = e
 	}
-	h.eps[e.subject] = e
+	h.mu.Unlock()
+	if holder != nil {
+		// The transport sees every endpoint it hosts: this is the claim
+		// answered at once, and both sides refuse, as across processes.
+		holder.markDuplicate(e.inc)
+		return nil, fmt.Errorf("transport: open %s: %w: %w: node %d of group %q is already open on this transport", e.subject, ErrDuplicateID, gossip.ErrInvalidConfig, id, g.Name)
+	}
 	return e, nil
 }
 
@@ -393,9 +439,12 @@ type endpoint struct {
 	ch     chan gossip.Message
 	detach func() error // stops the arrival of messages; set by the transport
 
-	smu     sync.Mutex // guards peers and sclosed; never held across a publish
+	smu     sync.Mutex // guards peers, sclosed and self; never held across a publish
 	peers   map[gossip.NodeID]*peer
-	sclosed bool // the session layer is closed: nothing is queued or answered
+	sclosed bool     // the session layer is closed: nothing is queued or answered
+	self    identity // the claims of this endpoint's node (session.go)
+
+	dup chan struct{} // closed when self.err is set
 }
 
 // attach sets the hook that stops the arrival of messages. It fails with
@@ -420,6 +469,14 @@ const maxPooled = 64 << 10
 func (e *endpoint) ID() gossip.NodeID               { return e.id }
 func (e *endpoint) Messages() <-chan gossip.Message { return e.ch }
 func (e *endpoint) Stats() Stats                    { return e.own.snapshot() }
+
+func (e *endpoint) Authenticated() bool { return e.hub.mac != nil }
+
+func (e *endpoint) Err() error {
+	e.smu.Lock()
+	defer e.smu.Unlock()
+	return e.self.err
+}
 
 func (e *endpoint) count(i int) { e.countN(i, 1) }
 

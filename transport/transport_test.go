@@ -21,6 +21,16 @@ type impl struct {
 	open func(t testing.TB, opts transport.Options) (transport.Transport, func(subject string, raw []byte))
 }
 
+// claims returns how many claims opening n endpoints sends: one each over
+// NATS, none in memory, where the transport sees every endpoint of the
+// group (see the package documentation, "Claims").
+func (im impl) claims(n uint64) uint64 {
+	if im.name == "memory" {
+		return 0
+	}
+	return n
+}
+
 func impls() []impl {
 	return []impl{
 		{"memory", func(t testing.TB, opts transport.Options) (transport.Transport, func(string, []byte)) {
@@ -155,9 +165,9 @@ func TestDropsMalformedAndForeign(t *testing.T) {
 		require.Equal(t, uint64(99), got.Tag)
 		requireEmpty(t, eps[1])
 		st := eps[1].Stats()
-		assert.Equal(t, transport.Stats{Received: 1, Malformed: 2, Foreign: 3, Answers: 1, Sessions: 1}, st)
+		assert.Equal(t, transport.Stats{Received: 1, Malformed: 2, Foreign: 3, Answers: 1, Sessions: 1, Claims: im.claims(1)}, st)
 		assert.Equal(t, uint64(5), st.Dropped())
-		assert.Equal(t, transport.Stats{Sent: 1, Received: 1, Malformed: 2, Foreign: 3, Probes: 1, Answers: 1, Sessions: 2}, tr.Stats())
+		assert.Equal(t, transport.Stats{Sent: 1, Received: 1, Malformed: 2, Foreign: 3, Probes: 1, Answers: 1, Sessions: 2, Claims: im.claims(2)}, tr.Stats())
 	})
 }
 
@@ -277,7 +287,7 @@ func TestSendRejects(t *testing.T) {
 		require.ErrorIs(t, err, context.Canceled)
 		_, err = tr.Open(ctx, transport.Group{Name: "a.b"}, 3)
 		require.ErrorIs(t, err, gossip.ErrInvalidConfig)
-		assert.Equal(t, transport.Stats{}, tr.Stats(), "nothing was sent")
+		assert.Equal(t, transport.Stats{Claims: im.claims(2)}, tr.Stats(), "nothing was sent but the claims")
 	})
 }
 

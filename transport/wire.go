@@ -54,7 +54,11 @@ import (
 // receiver incarnation X, the prober's). A handshake message has kind 0
 // (gossip.KindInvalid, which no machine sends), epoch, tag and payload
 // length 0 and no attachment; it carries from, to and a sequence number,
-// and is signed like any other message.
+// and is signed like any other message. A handshake message from a node to
+// itself with sequence number 0 is a claim message: a claim ("I am
+// incarnation X of this node": receiver incarnation 0) or a reply to one
+// (receiver incarnation X, from another incarnation of the node); see the
+// package documentation, "Claims".
 //
 // Incarnations and sequence numbers. Every endpoint draws a random
 // non-zero 64-bit incarnation when it is opened, so that a node reopened
@@ -193,11 +197,14 @@ type Header struct {
 
 	// Seq is the message's sequence number: it increases strictly, from 1,
 	// over the messages one endpoint sends to one receiving node, so that
-	// the receiver can drop duplicates ([ReplayWindow]).
+	// the receiver can drop duplicates ([ReplayWindow]). Claim messages
+	// (below) have sequence number 0.
 	Seq uint64
 
 	// Handshake marks a handshake message of the transport (flags bit 2):
-	// a session probe when PeerIncarnation is 0, else a probe answer. Its
+	// a session probe when PeerIncarnation is 0, else a probe answer; with
+	// From equal to To and Seq 0, a claim of the node (PeerIncarnation 0)
+	// or a reply to one (see the package documentation, "Claims"). Its
 	// message carries only From and To (Kind is gossip.KindInvalid) and is
 	// never delivered to [Endpoint.Messages].
 	Handshake bool
