@@ -87,6 +87,12 @@
 // Use a key (--key-file, transport.Options.Key) wherever others can
 // publish.
 //
+// Two processes with one member identity would count one input for both:
+// Join fails with an error wrapping transport.ErrDuplicateID when another
+// endpoint holds the identity, and the member it collided with ends its
+// operations with that error from then on (see package transport,
+// "Claims", for how the collision is found and its limits).
+//
 // # Requests, epochs and membership
 //
 // Reduce takes a Request: Values are averaged (Average and Sum wrap it) and

@@ -118,11 +118,21 @@ func (d *driver) flush() {
 			d.n.log.Debug("send failed", "to", msg.To, "err", err)
 		}
 	}
+	if err := d.n.ep.Err(); err != nil {
+		// Another process holds this member's identity: neither may
+		// return a result, since the group counts one input for both.
+		d.m.Fail(d.now(), fmt.Errorf("aggregate: %w", err))
+	}
 	if out, ok := d.m.TakeOutcome(); ok && d.rq != nil {
 		rq := d.rq
 		d.rq = nil
 		out.Result.At = time.Now()
 		err := out.Err
+		if err == nil {
+			if derr := d.n.ep.Err(); derr != nil {
+				err = fmt.Errorf("aggregate: %w", derr)
+			}
+		}
 		if errors.Is(err, ErrNotConverged) {
 			if f := d.n.ep.Stats().Foreign; f > 0 {
 				err = fmt.Errorf("%w; %d messages from members with another configuration were dropped: %w", err, f, ErrGroupMismatch)

@@ -185,3 +185,32 @@ func TestCrashBetweenOperations(t *testing.T) {
 	}
 	assert.Positive(t, all[0].Stats().Excluded)
 }
+
+// A second process that joins with a member's identity is refused, and so
+// is the member it collided with: the group would count one input for
+// both. Over NATS the collision is found by the transport's claim at Open
+// (package transport, "Claims").
+func TestDuplicateIdentityRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+	conn := func() transport.Transport {
+		tr, err := srv.Connect(ctx, transport.NATSOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	cfg := aggregate.Config{Group: "dup", Nodes: 3, Suspect: time.Second}
+	nodes := group(t, conn(), 3, cfg)
+	twin := cfg
+	twin.ID = 1
+	_, err = aggregate.Join(ctx, conn(), twin)
+	require.ErrorIs(t, err, transport.ErrDuplicateID)
+
+	opCtx, opCancel := context.WithTimeout(ctx, 5*time.Second)
+	defer opCancel()
+	_, errs := averageAll(opCtx, nodes, [][]float64{{1}, {2}, {3}})
+	assert.ErrorIs(t, errs[1], transport.ErrDuplicateID, "the member whose identity was claimed")
+}

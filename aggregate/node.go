@@ -86,7 +86,9 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 		r: r, ep: ep, log: log.With("group", cfg.Group, "node", cfg.ID), autoJoin: auto,
 		reqs: make(chan *request), quit: make(chan struct{}), exited: make(chan struct{}),
 	}
-	mm, err := member.New(r.member)
+	mcfg := r.member
+	mcfg.Authenticated = ep.Authenticated()
+	mm, err := member.New(mcfg)
 	if err != nil {
 		ep.Close()
 		return nil, fmt.Errorf("aggregate: %w", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"log/slog"
 	"strings"
 
 	"github.com/gossipreduce/gossipreduce/transport"
@@ -103,6 +104,11 @@ func (f *natsFlags) openNet(ctx context.Context, natsURL string, base transport.
 		return nil, err
 	}
 	if natsURL != "" {
+		if opts.Logger == nil {
+			// The verbs warn about a missing key themselves (warnNoKey),
+			// in their JSON too; the transport's own warning would repeat it.
+			opts.Logger = slog.New(slog.DiscardHandler)
+		}
 		tr, err := transport.Connect(ctx, strings.Split(natsURL, ","), opts)
 		if err != nil {
 			return nil, err
