@@ -101,8 +101,12 @@ func TestChaosFindsNoViolation(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		ops = 15
 	}
-	const seed = 1
-	t.Logf("chaos seed %d, %d operations (replay a case with ChaosCase(seed, scenarios, 3, \"\"))", seed, ops)
+	campaign(t, ops, 1)
+}
+
+// campaign runs a chaos campaign and fails the test on every violation.
+func campaign(t *testing.T, ops int, seed uint64) {
+	t.Logf("chaos seed %d, %d operations (replay a case with ChaosCase(seed, nil, 3, \"\"))", seed, ops)
 	rep, err := Chaos(ChaosConfig{Ops: ops, Seed: seed})
 	require.NoError(t, err)
 	for _, c := range rep.Cases {
