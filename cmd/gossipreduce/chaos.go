@@ -3,48 +3,105 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
+	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/gossipreduce/gossipreduce/aggregate"
-	"github.com/gossipreduce/gossipreduce/gossip"
-	"github.com/gossipreduce/gossipreduce/member"
+	"github.com/gossipreduce/gossipreduce/internal/parallel"
 	"github.com/gossipreduce/gossipreduce/member/simnet"
-	"github.com/gossipreduce/gossipreduce/transport"
 )
 
 func init() {
-	register("chaos", "randomized fault schedules checked against the safety invariant (simulated, or live over NATS)", runChaos)
+	register("chaos", "randomized fault schedules checked against the safety invariant (simulated, or live over NATS or memory)", runChaos)
 }
 
 // chaosOutput is what `gossipreduce chaos --json` prints.
 type chaosOutput struct {
-	Mode       string        `json:"mode"` // "simulated" or "nats"
-	Seed       uint64        `json:"seed"`
-	Scenarios  []string      `json:"scenarios"`
-	Operations int           `json:"operations"`
-	Failed     int           `json:"failed"`    // member operations that ended with an error
-	Truncated  int           `json:"truncated"` // simulated operations cut at the event budget
-	Violations int           `json:"violations"`
-	Cases      []simnet.Case `json:"violating_cases"`
-	Seconds    float64       `json:"seconds"`
+	Mode       string   `json:"mode"` // "simulated", "nats" or "memory"
+	Seed       uint64   `json:"seed"`
+	Scenarios  []string `json:"scenarios"`
+	Operations int      `json:"operations"`
+	Failed     int      `json:"failed"`    // member operations that ended with an error
+	Truncated  int      `json:"truncated"` // simulated operations cut at the event budget
+	Violations int      `json:"violations"`
+	// Replay and Restart count what the live scenarios of those names did;
+	// they are absent when the scenario was not in the set.
+	Replay  *replayCounts  `json:"replay,omitempty"`
+	Restart *restartCounts `json:"restart,omitempty"`
+	Cases   []simnet.Case  `json:"violating_cases"`
+	Seconds float64        `json:"seconds"`
 }
 
-// liveScenarios are the faults the --nats mode can inject into live
-// groups; the rest need the simulator's control of time and network.
-var liveScenarios = []string{"loss", "crash", "root-crash", "forge"}
+// replayCounts sums the live "replay" scenario: traffic recorded in one
+// operation of a group and published again into a later operation of a
+// new set of members of the same group, with the same group key.
+type replayCounts struct {
+	// Operations is how many operations had traffic replayed into them.
+	Operations int `json:"operations"`
+	// Recorded counts the raw messages recorded in the first operations.
+	Recorded int `json:"recorded"`
+	// Injected counts the recorded messages published again: with the
+	// memory transport those an open endpoint received, over NATS those
+	// handed to the server.
+	Injected int `json:"injected"`
+	// Probes counts the injected handshakes that name no receiver
+	// incarnation, session probes and claims: an endpoint answers them (to
+	// the recorded, dead incarnation) and does not count them as dropped.
+	Probes int `json:"probes"`
+	// Dropped sums Stats.Replayed over the transports of the members the
+	// traffic was replayed into: the messages the session layer refused as
+	// bound to another incarnation or seen before. Every injected message
+	// but the probes is one of them; the answers to replayed probes, which
+	// go to incarnations that no longer exist, and any stale message of
+	// the recording operation add to it.
+	Dropped uint64 `json:"dropped_as_replayed"`
+	// Forged sums Stats.Forged over the same transports (messages whose
+	// MAC did not verify under the group key: the forger's, if any).
+	Forged uint64 `json:"dropped_as_forged"`
+}
+
+// restartCounts sums the live "restart" scenario: the embedded NATS server
+// shut down in the middle of an operation and started again on its port.
+type restartCounts struct {
+	Restarts   int     `json:"restarts"`     // server restarts done
+	Down       float64 `json:"down_seconds"` // total time the server was down
+	Reconnects uint64  `json:"reconnects"`   // reconnections of the members' NATS connections in those cases
+}
+
+// liveScenarios are the faults the live modes (--real-nats, --nats,
+// --memory) can inject into groups of real members; the rest need the
+// simulator's control of time and network. "restart" needs the embedded
+// NATS server.
+var liveScenarios = []string{"loss", "crash", "root-crash", "forge", "replay", "restart"}
+
+// chaosMode says which mode the flags select and the scenarios it allows.
+func chaosMode(realNATS bool, natsURL string, memory bool) (mode string, allowed []string) {
+	switch {
+	case memory:
+		return "memory", slices.DeleteFunc(slices.Clone(liveScenarios), func(s string) bool { return s == "restart" })
+	case natsURL != "":
+		return "nats", slices.DeleteFunc(slices.Clone(liveScenarios), func(s string) bool { return s == "restart" })
+	case realNATS:
+		return "nats", liveScenarios
+	}
+	return "simulated", simnet.Scenarios
+}
 
 func runChaos(ctx context.Context, args []string, out *stdio) error {
 	fs := newFlags("chaos", out)
 	ops := fs.Int("ops", 300, "operations to check, at least")
 	var seed seedFlag
 	fs.Var(&seed, "seed", "campaign seed (random if not given; case i runs with seed+i)")
-	scen := fs.String("scenario", "", "comma-separated faults to draw from (default all): "+strings.Join(simnet.Scenarios, ","))
+	scen := fs.String("scenario", "", "comma-separated faults to draw from (default all the mode allows): simulated "+strings.Join(simnet.Scenarios, ",")+
+		"; live "+strings.Join(liveScenarios, ",")+" (replay: traffic recorded in an earlier operation of the group, under its key, published into a new one; restart: the embedded NATS server restarts mid-operation, --real-nats without --nats only)")
 	algoName := fs.String("algo", "pfcc", "algorithm (a flow algorithm: pf, pflc or pfcc)")
 	realNATS := fs.Bool("real-nats", false, "run live groups over an embedded NATS server instead of the simulator (faults: "+strings.Join(liveScenarios, ",")+")")
 	natsURL := fs.String("nats", "", "NATS server URL(s) for the live mode (default with --real-nats: an embedded server)")
+	_, memScenarios := chaosMode(false, "", true)
+	memory := fs.Bool("memory", false, "run live groups (real members, real transport session layer) over the in-memory transport instead of NATS (faults: "+
+		strings.Join(memScenarios, ",")+")")
 	nf := addNATSFlags(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
@@ -53,38 +110,50 @@ func runChaos(ctx context.Context, args []string, out *stdio) error {
 	if *ops < 1 {
 		return usagef("--ops %d: want at least 1", *ops)
 	}
-	scenarios := simnet.Scenarios
-	if *realNATS || *natsURL != "" {
-		scenarios = liveScenarios
+	if *memory && (*realNATS || *natsURL != "") {
+		return usagef("--memory runs without NATS: not with --real-nats or --nats")
 	}
+	mode, allowed := chaosMode(*realNATS, *natsURL, *memory)
+	scenarios := allowed
 	if *scen != "" {
 		scenarios = strings.Split(*scen, ",")
-		allowed := simnet.Scenarios
-		if *realNATS || *natsURL != "" {
-			allowed = liveScenarios
-		}
 		for _, s := range scenarios {
 			if !slices.Contains(allowed, s) {
-				return usagef("--scenario %q: want some of %s", s, strings.Join(allowed, ","))
+				return usagef("--scenario %q: want some of %s (mode %s)", s, strings.Join(allowed, ","), mode)
 			}
 		}
 	}
-	s := seed.value()
-	res := chaosOutput{Mode: "simulated", Seed: s, Scenarios: scenarios}
-	fmt.Fprintf(out.Stderr, "chaos: seed %d (replay with --seed %d)\n", s, s)
-	start := time.Now()
-	if *realNATS || *natsURL != "" {
-		res.Mode = "nats"
-		if err := liveChaos(ctx, nf, *natsURL, *algoName, scenarios, *ops, s, &res, out); err != nil {
+	live := liveChaosConfig{natsURL: *natsURL, memory: *memory, prefix: nf.prefix, algo: *algoName, scenarios: scenarios, ops: *ops}
+	if mode != "simulated" {
+		var err error
+		if live.opts, err = liveChaosOptions(nf, *natsURL, *memory); err != nil {
 			return err
 		}
-	} else {
-		prog := newProgress(out.Stderr, "chaos cases")
-		rep, err := simnet.Chaos(simnet.ChaosConfig{Ops: *ops, Seed: s, Scenarios: scenarios, Algorithm: *algoName, Progress: prog.update})
-		if err != nil {
-			return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	s := seed.value()
+	live.seed = s
+	res := chaosOutput{Mode: mode, Seed: s, Scenarios: scenarios}
+	if mode != "simulated" {
+		if slices.Contains(scenarios, "replay") {
+			res.Replay = &replayCounts{}
 		}
-		res.Operations, res.Failed, res.Truncated, res.Violations, res.Cases = rep.Operations, rep.Failed, rep.Truncated, rep.Violations, rep.Cases
+		if slices.Contains(scenarios, "restart") {
+			res.Restart = &restartCounts{}
+		}
+	}
+	// Progress, the violating cases as they are found and the live
+	// modes' background goroutines share stderr.
+	stderr := &syncWriter{w: out.Stderr}
+	fmt.Fprintf(stderr, "chaos: seed %d (replay with --seed %d)\n", s, s)
+	start := time.Now()
+	var err error
+	if mode == "simulated" {
+		err = simChaos(ctx, simnet.ChaosConfig{Ops: *ops, Seed: s, Scenarios: scenarios, Algorithm: *algoName}, &res, stderr)
+	} else {
+		err = liveChaos(ctx, live, &res, stderr)
+	}
+	if err != nil {
+		return err
 	}
 	res.Seconds = time.Since(start).Seconds()
 	if res.Cases == nil {
@@ -95,19 +164,7 @@ func runChaos(ctx context.Context, args []string, out *stdio) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(out.Stdout, "chaos (%s): seed %d, scenarios %s\n", res.Mode, res.Seed, strings.Join(res.Scenarios, ","))
-		fmt.Fprintf(out.Stdout, "  operations        %d checked in %.1f s\n", res.Operations, res.Seconds)
-		fmt.Fprintf(out.Stdout, "  failed            %d member operations ended with an error (safe; not a violation)\n", res.Failed)
-		if res.Mode == "simulated" {
-			fmt.Fprintf(out.Stdout, "  truncated         %d operations cut at the event budget\n", res.Truncated)
-		}
-		fmt.Fprintf(out.Stdout, "  violations        %d\n", res.Violations)
-		for _, c := range res.Cases {
-			fmt.Fprintf(out.Stdout, "  case seed %d: %s\n", c.Seed, c.Schedule)
-			for _, v := range c.Violations {
-				fmt.Fprintf(out.Stdout, "    %v\n", v)
-			}
-		}
+		printChaos(out.Stdout, &res)
 	}
 	if res.Violations > 0 {
 		return fmt.Errorf("chaos: %d violations of the safety invariant (seeds above)", res.Violations)
@@ -115,125 +172,95 @@ func runChaos(ctx context.Context, args []string, out *stdio) error {
 	return nil
 }
 
-// liveChaos runs groups of real members (package aggregate) over NATS, one
-// operation each, with faults drawn per case, and checks every operation.
-func liveChaos(ctx context.Context, nf *natsFlags, natsURL, algoName string, scenarios []string, ops int, seed uint64, res *chaosOutput, out *stdio) error {
-	has := func(rng *rand.Rand, s string) bool { return slices.Contains(scenarios, s) && rng.IntN(2) == 0 }
-	prog := newProgress(out.Stderr, "chaos operations")
-	for i := range ops {
-		if err := ctx.Err(); err != nil {
-			return err
+// printChaos prints the final report as text.
+func printChaos(w io.Writer, res *chaosOutput) {
+	fmt.Fprintf(w, "chaos (%s): seed %d, scenarios %s\n", res.Mode, res.Seed, strings.Join(res.Scenarios, ","))
+	fmt.Fprintf(w, "  operations        %d checked in %.1f s\n", res.Operations, res.Seconds)
+	fmt.Fprintf(w, "  failed            %d member operations ended with an error (safe; not a violation)\n", res.Failed)
+	if res.Mode == "simulated" {
+		fmt.Fprintf(w, "  truncated         %d operations cut at the event budget\n", res.Truncated)
+	}
+	if r := res.Replay; r != nil {
+		fmt.Fprintf(w, "  replay            %d operations got recorded traffic (%d messages) replayed: %d messages injected, %d of them probes or claims (answered, not dropped)\n",
+			r.Operations, r.Recorded, r.Injected, r.Probes)
+		fmt.Fprintf(w, "  replay dropped    %d as replayed (Stats.Replayed of the members), %d as forged\n", r.Dropped, r.Forged)
+	}
+	if r := res.Restart; r != nil {
+		fmt.Fprintf(w, "  restart           %d restarts of the embedded NATS server mid-operation, %.1f s down in all; %d reconnections of the members\n", r.Restarts, r.Down, r.Reconnects)
+	}
+	fmt.Fprintf(w, "  violations        %d\n", res.Violations)
+	for _, c := range res.Cases {
+		fmt.Fprintf(w, "  case seed %d: %s\n", c.Seed, c.Schedule)
+		for _, v := range c.Violations {
+			fmt.Fprintf(w, "    %v\n", v)
 		}
-		cs := seed + uint64(i)
-		rng := rand.New(rand.NewPCG(cs, 0x11fe))
-		n := 3 + rng.IntN(10)
-		var sched []string
-		loss := 0.0
-		if has(rng, "loss") {
-			loss = []float64{0.01, 0.05, 0.2}[rng.IntN(3)]
-			sched = append(sched, fmt.Sprintf("loss %g", loss))
-		}
-		net, err := nf.openNet(ctx, natsURL, transport.Options{Loss: loss, Seed: cs})
+	}
+}
+
+// reportCase prints a violating case to w as soon as it is found, so that
+// an interrupted campaign still shows what it found. The leading carriage
+// return starts the line over a progress line.
+func reportCase(w io.Writer, c simnet.Case) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\rchaos: VIOLATION in case seed %d (alone: the same mode and --scenario, --seed %d --ops 1): %s\n", c.Seed, c.Seed, c.Schedule)
+	for _, v := range c.Violations {
+		fmt.Fprintf(&b, "    %v\n", v)
+	}
+	io.WriteString(w, b.String())
+}
+
+// chaosOpsPerCase is how many operations one simulated group runs in a row
+// (simnet.Chaos's default).
+const chaosOpsPerCase = 3
+
+// simChaos runs a simulated campaign as simnet.Chaos does (the same cases,
+// seeds and sums), printing each violating case as soon as its case ends.
+func simChaos(ctx context.Context, cfg simnet.ChaosConfig, res *chaosOutput, stderr io.Writer) error {
+	prog := newProgress(stderr, "chaos cases")
+	next := uint64(0)
+	for res.Operations < cfg.Ops {
+		// Cases are independent: run a batch of them on every core, each
+		// determined by its own seed, and sum them in seed order.
+		batch := make([]simnet.Case, (cfg.Ops-res.Operations+chaosOpsPerCase-1)/chaosOpsPerCase)
+		err := parallel.For(ctx, len(batch), 0, func(_ context.Context, i int) error {
+			c, err := simnet.ChaosCase(cfg.Seed+next+uint64(i), cfg.Scenarios, chaosOpsPerCase, cfg.Algorithm)
+			if err != nil {
+				return err
+			}
+			batch[i] = c
+			if len(c.Violations) > 0 {
+				reportCase(stderr, c)
+			}
+			return nil
+		}, prog.update)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return err
+			}
+			return fmt.Errorf("%w: %w", errUsage, err) // a bad algorithm
 		}
-		f := faults{flipBit: -1, crashAfter: 5 + rng.IntN(60)}
-		if has(rng, "crash") && n > 4 {
-			f.crash = append(f.crash, gossip.NodeID(1+rng.IntN(n-1)))
-		}
-		if has(rng, "root-crash") {
-			f.crash = append(f.crash, 0)
-		}
-		if len(f.crash) > 0 {
-			sched = append(sched, fmt.Sprintf("members %v leave after %d messages", f.crash, f.crashAfter))
-		}
-		inputs := make([][]float64, n)
-		for j := range inputs {
-			inputs[j] = []float64{float64(1 + rng.IntN(1000))}
-		}
-		tmpl := aggregate.Config{Group: fmt.Sprintf("chaos%d", cs), Algorithm: algoName, Seed: cs, Suspect: 300 * time.Millisecond}
-		var stop func()
-		if has(rng, "forge") {
-			stop = forgeResults(ctx, net, tmpl.Group, algoName, n, rng.Uint64())
-			sched = append(sched, "forged results at 2 kHz")
-		}
-		o, err := runGroup(ctx, net.tr, tmpl, inputs, f, 8*time.Second)
-		if stop != nil {
-			stop()
-		}
-		net.Close()
-		if err != nil {
-			return err
-		}
-		outs := map[gossip.NodeID]member.Outcome{}
-		for j := range n {
-			outs[gossip.NodeID(j)] = member.Outcome{Result: o.results[j], Err: o.errs[j]}
-			if o.errs[j] != nil {
-				res.Failed++
+		next += uint64(len(batch))
+		for _, c := range batch {
+			res.Operations += c.Operations
+			res.Failed += c.Failed
+			res.Truncated += c.Truncated
+			res.Violations += len(c.Violations)
+			if len(c.Violations) > 0 {
+				res.Cases = append(res.Cases, c)
 			}
 		}
-		res.Operations++
-		if vs := member.Check(n, 1, inputs, outs, 1e-9); len(vs) > 0 {
-			res.Violations += len(vs)
-			res.Cases = append(res.Cases, simnet.Case{Seed: cs, Schedule: fmt.Sprintf("nodes %d: %s", n, strings.Join(sched, "; ")), Operations: 1, Violations: vs})
-		}
-		prog.update(i+1, ops)
 	}
 	return nil
 }
 
-// forgeResults publishes, until stopped, result messages of the group's
-// epoch 1 that no root computed (value 1e6, every member live), as a client
-// without the group key would: each forger is a fresh endpoint that does
-// the handshake, so its messages pass the session layer; only the members'
-// own checks stand in the way.
-func forgeResults(ctx context.Context, net *liveNet, group, algoName string, n int, salt uint64) func() {
-	tr, err := transport.Connect(ctx, []string{net.url}, transport.NATSOptions{})
-	if err != nil {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// The forger must pass the configuration hash: it joins as a
-		// member would, with an id nobody uses beyond the group.
-		words := (n + 63) / 64
-		payload := append([]float64{1e6, float64(n)}, make([]float64, words)...)
-		t := time.NewTicker(500 * time.Microsecond)
-		defer t.Stop()
-		eps := map[gossip.NodeID]transport.Endpoint{}
-		rng := rand.New(rand.NewPCG(salt, 7))
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			from := gossip.NodeID(rng.IntN(n))
-			to := gossip.NodeID(rng.IntN(n))
-			if from == to {
-				continue
-			}
-			ep, ok := eps[from]
-			if !ok {
-				cfg := aggregate.Config{Group: group, ID: from, Nodes: n, Algorithm: algoName}
-				h, err := cfg.Hash()
-				if err != nil {
-					return
-				}
-				ep, err = tr.Open(ctx, transport.Group{Name: group, ConfigHash: h}, from)
-				if err != nil {
-					continue // the member's own endpoint may hold the subject in this process
-				}
-				eps[from] = ep
-			}
-			_ = ep.Send(ctx, gossip.Message{From: from, To: to, Kind: gossip.KindControl, Epoch: 1, Tag: uint64(from), Payload: payload})
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-		tr.Close()
-	}
+// syncWriter serialises writes to w, for writers shared by goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
