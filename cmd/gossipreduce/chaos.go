@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gossipreduce/gossipreduce/internal/parallel"
 	"github.com/gossipreduce/gossipreduce/member/simnet"
 )
 
@@ -209,47 +208,20 @@ func reportCase(w io.Writer, c simnet.Case) {
 	io.WriteString(w, b.String())
 }
 
-// chaosOpsPerCase is how many operations one simulated group runs in a row
-// (simnet.Chaos's default).
-const chaosOpsPerCase = 3
-
-// simChaos runs a simulated campaign as simnet.Chaos does (the same cases,
-// seeds and sums), printing each violating case as soon as its case ends.
+// simChaos runs a simulated campaign, printing each violating case as
+// soon as it ends.
 func simChaos(ctx context.Context, cfg simnet.ChaosConfig, res *chaosOutput, stderr io.Writer) error {
 	prog := newProgress(stderr, "chaos cases")
-	next := uint64(0)
-	for res.Operations < cfg.Ops {
-		// Cases are independent: run a batch of them on every core, each
-		// determined by its own seed, and sum them in seed order.
-		batch := make([]simnet.Case, (cfg.Ops-res.Operations+chaosOpsPerCase-1)/chaosOpsPerCase)
-		err := parallel.For(ctx, len(batch), 0, func(_ context.Context, i int) error {
-			c, err := simnet.ChaosCase(cfg.Seed+next+uint64(i), cfg.Scenarios, chaosOpsPerCase, cfg.Algorithm)
-			if err != nil {
-				return err
-			}
-			batch[i] = c
-			if len(c.Violations) > 0 {
-				reportCase(stderr, c)
-			}
-			return nil
-		}, prog.update)
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			return fmt.Errorf("%w: %w", errUsage, err) // a bad algorithm
+	cfg.Progress = prog.update
+	cfg.OnViolation = func(c simnet.Case) { reportCase(stderr, c) }
+	rep, err := simnet.Chaos(ctx, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
 		}
-		next += uint64(len(batch))
-		for _, c := range batch {
-			res.Operations += c.Operations
-			res.Failed += c.Failed
-			res.Truncated += c.Truncated
-			res.Violations += len(c.Violations)
-			if len(c.Violations) > 0 {
-				res.Cases = append(res.Cases, c)
-			}
-		}
+		return fmt.Errorf("%w: %w", errUsage, err) // a bad algorithm
 	}
+	res.Operations, res.Failed, res.Truncated, res.Violations, res.Cases = rep.Operations, rep.Failed, rep.Truncated, rep.Violations, rep.Cases
 	return nil
 }
 

@@ -13,11 +13,8 @@ import (
 )
 
 func TestChaosSimulatedJSON(t *testing.T) {
-	code, stdout, stderr := runCmd(t, "chaos", "--ops", "6", "--seed", "3", "--json")
-	require.Equal(t, 0, code, stderr)
+	got, stderr := chaosJSON(t, "--ops", "6", "--seed", "3", "--json")
 	assert.Contains(t, stderr, "seed 3")
-	var got chaosOutput
-	require.NoError(t, json.Unmarshal([]byte(stdout), &got))
 	assert.Equal(t, "simulated", got.Mode)
 	assert.GreaterOrEqual(t, got.Operations, 6)
 	assert.Equal(t, 0, got.Violations)
@@ -25,10 +22,7 @@ func TestChaosSimulatedJSON(t *testing.T) {
 }
 
 func TestChaosLiveOverEmbeddedNATS(t *testing.T) {
-	code, stdout, stderr := runCmd(t, "chaos", "--real-nats", "--ops", "3", "--seed", "8", "--scenario", "loss,crash", "--json")
-	require.Equal(t, 0, code, stderr)
-	var got chaosOutput
-	require.NoError(t, json.Unmarshal([]byte(stdout), &got))
+	got, _ := chaosJSON(t, "--real-nats", "--ops", "3", "--seed", "8", "--scenario", "loss,crash", "--json")
 	assert.Equal(t, "nats", got.Mode)
 	assert.Equal(t, 3, got.Operations)
 	assert.Equal(t, 0, got.Violations)
@@ -58,10 +52,7 @@ func TestChaosBadFlags(t *testing.T) {
 // the same group, under the same key; the session layer drops it all but
 // the handshakes that name no incarnation, and the invariant holds.
 func TestChaosMemoryReplay(t *testing.T) {
-	code, stdout, stderr := runCmd(t, "chaos", "--memory", "--ops", "6", "--seed", "1", "--scenario", "replay,loss", "--json")
-	require.Equal(t, 0, code, stderr)
-	var got chaosOutput
-	require.NoError(t, json.Unmarshal([]byte(stdout), &got))
+	got, _ := chaosJSON(t, "--memory", "--ops", "6", "--seed", "1", "--scenario", "replay,loss", "--json")
 	assert.Equal(t, "memory", got.Mode)
 	assert.GreaterOrEqual(t, got.Operations, 6)
 	assert.Equal(t, 0, got.Violations)
@@ -81,10 +72,7 @@ func TestChaosMemoryReplay(t *testing.T) {
 // A restart of the embedded NATS server in the middle of operations:
 // members may fail, but none may break the invariant.
 func TestChaosNATSRestart(t *testing.T) {
-	code, stdout, stderr := runCmd(t, "chaos", "--real-nats", "--ops", "3", "--seed", "1", "--scenario", "restart", "--json")
-	require.Equal(t, 0, code, stderr)
-	var got chaosOutput
-	require.NoError(t, json.Unmarshal([]byte(stdout), &got))
+	got, _ := chaosJSON(t, "--real-nats", "--ops", "3", "--seed", "1", "--scenario", "restart", "--json")
 	assert.Equal(t, "nats", got.Mode)
 	assert.Equal(t, 3, got.Operations)
 	assert.Equal(t, 0, got.Violations)
@@ -101,4 +89,15 @@ func TestChaosReportCase(t *testing.T) {
 	assert.Contains(t, b.String(), "--seed 42")
 	assert.Contains(t, b.String(), "nodes 3: loss 0.2")
 	assert.Contains(t, b.String(), "epoch 1, member 2: bad")
+}
+
+// chaosJSON runs the chaos verb with args, requires success, and returns
+// its JSON report and stderr.
+func chaosJSON(t *testing.T, args ...string) (chaosOutput, string) {
+	t.Helper()
+	code, stdout, stderr := runCmd(t, append([]string{"chaos"}, args...)...)
+	require.Equal(t, 0, code, stderr)
+	var got chaosOutput
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got))
+	return got, stderr
 }

@@ -35,6 +35,11 @@ type ChaosConfig struct {
 	// Progress, if set, is called after each case with the cases done and
 	// the cases of the batch.
 	Progress func(done, total int)
+	// OnViolation, if set, is called with each case that breaks the
+	// invariant as soon as it ends (cases run in parallel: it must be safe
+	// for concurrent use), so that an interrupted campaign still shows
+	// what it found.
+	OnViolation func(Case)
 }
 
 // Case is one group's schedule and what the checker found.
@@ -57,9 +62,9 @@ type Report struct {
 	Cases      []Case `json:"violating_cases,omitempty"`
 }
 
-// Chaos runs a campaign. Every case that breaks the invariant is kept in
-// the report with its seed and schedule.
-func Chaos(cfg ChaosConfig) (Report, error) {
+// Chaos runs a campaign until ctx ends. Every case that breaks the
+// invariant is kept in the report with its seed and schedule.
+func Chaos(ctx context.Context, cfg ChaosConfig) (Report, error) {
 	if cfg.Ops < 1 {
 		return Report{}, fmt.Errorf("simnet: %w: %d operations", gossip.ErrInvalidConfig, cfg.Ops)
 	}
@@ -82,9 +87,12 @@ func Chaos(cfg ChaosConfig) (Report, error) {
 		// Cases are independent: run a batch of them on every core, each
 		// determined by its own seed, and sum them in seed order.
 		batch := make([]Case, (cfg.Ops-rep.Operations+per-1)/per)
-		err := parallel.For(context.Background(), len(batch), 0, func(_ context.Context, i int) error {
+		err := parallel.For(ctx, len(batch), 0, func(_ context.Context, i int) error {
 			c, err := ChaosCase(cfg.Seed+next+uint64(i), scen, per, cfg.Algorithm)
 			batch[i] = c
+			if err == nil && len(c.Violations) > 0 && cfg.OnViolation != nil {
+				cfg.OnViolation(c)
+			}
 			return err
 		}, cfg.Progress)
 		if err != nil {

@@ -1,6 +1,7 @@
 package simnet
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -107,7 +108,7 @@ func TestChaosFindsNoViolation(t *testing.T) {
 // campaign runs a chaos campaign and fails the test on every violation.
 func campaign(t *testing.T, ops int, seed uint64) {
 	t.Logf("chaos seed %d, %d operations (replay a case with ChaosCase(seed, nil, 3, \"\"))", seed, ops)
-	rep, err := Chaos(ChaosConfig{Ops: ops, Seed: seed})
+	rep, err := Chaos(context.Background(), ChaosConfig{Ops: ops, Seed: seed})
 	require.NoError(t, err)
 	for _, c := range rep.Cases {
 		t.Errorf("case seed %d: %s", c.Seed, c.Schedule)
