@@ -92,7 +92,7 @@ func quiet(base transport.Options) transport.Options {
 func (n *natsChaosNet) open(ctx context.Context, base transport.Options) (transport.Transport, error) {
 	o := n.opts
 	o.Options = quiet(base)
-	tr, err := transport.Connect(ctx, n.urls, o)
+	tr, err := connectRetry(ctx, n.urls, o)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +102,23 @@ func (n *natsChaosNet) open(ctx context.Context, base transport.Options) (transp
 	return tr, nil
 }
 
+// connectRetry connects, trying again for up to 10 s: a restart scenario
+// may have the server down (or still starting) when a case connects.
+func connectRetry(ctx context.Context, urls []string, o transport.NATSOptions) (*transport.NATS, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tr, err := transport.Connect(ctx, urls, o)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return tr, err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // conn returns the plain connection, connecting it the first time.
 func (n *natsChaosNet) conn(ctx context.Context) (*nats.Conn, error) {
 	n.mu.Lock()
@@ -109,7 +126,7 @@ func (n *natsChaosNet) conn(ctx context.Context) (*nats.Conn, error) {
 	if n.raw == nil {
 		o := n.opts
 		o.Options = quiet(transport.Options{})
-		tr, err := transport.Connect(ctx, n.urls, o)
+		tr, err := connectRetry(ctx, n.urls, o)
 		if err != nil {
 			return nil, err
 		}
