@@ -79,7 +79,8 @@
 // ErrNotConverged), so a partition cannot split the group into two
 // answers. Without a group key anyone who can publish can forge
 // messages. A member takes a result it did not itself accept in the
-// commit only if its own estimate confirms it within ε and two different
+// commit only if its own estimate confirms it within ε, its own
+// certificate knows of every member it leaves out, and two different
 // members sent it bit for bit, so no single forged message decides what a
 // member returns; a forger who sends the same value under two identities,
 // or many messages, can still make a member return a value within ε of

@@ -267,5 +267,5 @@ func (m *Machine) plausiblePayload(o *op, payload []float64) bool {
 		// learns of its exclusion from the result itself.
 		return ok
 	}
-	return m.plausible(o, values, ext)
+	return m.confirmsAbsent(o, dead) && m.plausible(o, values, ext)
 }

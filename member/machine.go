@@ -823,6 +823,15 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 	}
 	accepted := o.px.hasAcc && sameBits(o.px.accepted[1:], payload)
 	if from != fromSelf && !accepted {
+		if o.cert != nil && !m.confirmsAbsent(o, dead) {
+			// Without a key the absent set is as forgeable as the value:
+			// a true average labelled with fewer members would claim to be
+			// the average of inputs it is not. Wait until this member's
+			// own certificate knows of every member the result leaves out.
+			m.stats.Rejected++
+			m.log.Debug("result whose absent members this member does not know dead ignored", "root", root)
+			return
+		}
 		if o.cert != nil && !m.plausible(o, values, ext) {
 			// Without a group key anybody can send a result: take only one
 			// that this member's own state confirms. A genuine result is
@@ -892,6 +901,21 @@ func (m *Machine) corroborated(o *op, payload []float64, from int) bool {
 	m.stats.Unconfirmed++
 	m.log.Debug("result heard from one source; waiting for a second", "from", from)
 	return false
+}
+
+// confirmsAbsent reports whether this member's certificate knows of every
+// member a result leaves out. With authenticated messages the result's
+// absent set comes from a member and is taken as it is.
+func (m *Machine) confirmsAbsent(o *op, dead bitset) bool {
+	if m.r.Authenticated {
+		return true
+	}
+	for w := range dead {
+		if dead[w]&^o.cert.dead[w] != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // plausible reports whether a result agrees with this member's own state:

@@ -15,7 +15,7 @@ import (
 )
 
 // Scenarios are the kinds of fault a chaos schedule draws from.
-var Scenarios = []string{"loss", "dup", "reorder", "slow", "pause", "crash", "root-crash", "root-exit", "partition", "partition-heal", "forge", "forge-near"}
+var Scenarios = []string{"loss", "dup", "reorder", "slow", "pause", "crash", "root-crash", "root-exit", "partition", "partition-heal", "forge", "forge-near", "forge-absent"}
 
 // ChaosConfig configures a chaos campaign: randomized fault schedules in
 // the manner of Jepsen and of FoundationDB's simulation testing, each
@@ -240,6 +240,27 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 				net.Inject(forgedResult(n, uint64(e), root, to, val), t0+time.Duration(rng.Int64N(int64(80*time.Millisecond))))
 			}
 			note("op %d: %d forged results near the truth", e, k)
+		}
+		if has("forge-absent") {
+			// The true average of all inputs, labelled as leaving one
+			// member out, sent to every member under two identities (so it
+			// passes the two-source rule): a forger with two identities.
+			j := rng.IntN(n)
+			truth := mean(inputs)
+			a, b := gossip.NodeID(rng.IntN(n)), gossip.NodeID(rng.IntN(n))
+			for to := range n {
+				for _, from := range []gossip.NodeID{a, b} {
+					if int(from) == to {
+						continue
+					}
+					msg := forgedResult(n, uint64(e), from, gossip.NodeID(to), truth)
+					msg.Payload[len(truth)] = float64(n - 1)
+					words := msg.Payload[len(truth)+1:]
+					words[j/64] = math.Float64frombits(1 << (j % 64))
+					net.Inject(msg, t0+time.Duration(rng.Int64N(int64(60*time.Millisecond))))
+				}
+			}
+			note("op %d: forged results leaving member %d out, from %d and %d", e, j, a, b)
 		}
 		outs := net.Run(uint64(e), inputs, nil, limit)
 		c.Operations++
