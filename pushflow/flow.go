@@ -251,6 +251,51 @@ func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 	return out
 }
 
+// Idle is a runtime's idle step, taken when the node has sent nothing for
+// a while (simulations call Tick instead). It verifies and resends as Tick
+// does; then it pushes, as Tick does, only if every push it made has been
+// acknowledged. Otherwise it sends its flow again to the neighbour whose
+// push has waited longest, asking for an answer as resendOld does. Every
+// push received is answered with a push, so a push made while earlier ones
+// are in flight adds a message that circulates for good: a node whose
+// messages are slow rather than lost would add one every idle period. The
+// answer to the ask acknowledges the pushes (a lost one's mass travels in
+// the ask), so a lost message is replaced one idle period later than by a
+// push, and pushes left unacknowledged by loss stop holding up Settled
+// sooner.
+func (m *Machine) Idle(out []gossip.Message) []gossip.Message {
+	m.steps++
+	out = m.verify(out)
+	out = m.resendOld(out)
+	n, waiting := m.oldestInFlight()
+	switch {
+	case !m.tagged || !waiting:
+		out = m.push(out, false)
+	case m.resent[n] != m.steps: // else resendOld has just asked it
+		m.resent[n] = m.steps
+		m.cnt.Resends++
+		out = m.send(n, out)
+		out[len(out)-1].Tag |= tagRepair | tagAsk
+	}
+	m.settle()
+	return out
+}
+
+// oldestInFlight returns the live neighbour with the oldest push not
+// acknowledged yet; ok is false when every push has been.
+func (m *Machine) oldestInFlight() (n int, ok bool) {
+	var at uint64
+	for j := range m.nbr {
+		if m.gone[j] || len(m.pendAt[j]) == 0 {
+			continue
+		}
+		if !ok || m.pendAt[j][0] < at {
+			n, at, ok = j, m.pendAt[j][0], true
+		}
+	}
+	return n, ok
+}
+
 // Step applies a received flow and pushes once. Messages of another kind,
 // epoch or recipient, with a payload of the wrong length, acknowledging a
 // message never sent, or from a node that is not a live neighbour are

@@ -109,3 +109,44 @@ func TestSettledSeesAStaleRatio(t *testing.T) {
 	assert.False(t, a.Settled(1e-12), "the lost push to 1 carries a stale ratio")
 	assert.True(t, a.Settled(1e3), "within a huge tolerance it is fine")
 }
+
+// TestIdleAsksWhileAPushIsInFlight checks the runtime's idle step: while
+// a push of its is unacknowledged a node does not push again (that would
+// add a message to those circulating) but asks that neighbour for an
+// answer; once every push is acknowledged it pushes as Tick does.
+func TestIdleAsksWhileAPushIsInFlight(t *testing.T) {
+	overlay := gossiptest.Complete(2)
+	a, err := NewChecked(gossip.Config{ID: 0, Overlay: overlay, Value: []float64{1}, Resend: 100}, Cooperative, 1e-11, "pfcc")
+	require.NoError(t, err)
+	b, err := NewChecked(gossip.Config{ID: 1, Overlay: overlay, Value: []float64{3}, Resend: 100}, Cooperative, 1e-11, "pfcc")
+	require.NoError(t, err)
+
+	push := a.Tick(nil)
+	require.Len(t, push, 1)
+	for range 3 {
+		out := a.Idle(nil)
+		require.Len(t, out, 1)
+		assert.Equal(t, gossip.NodeID(1), out[0].To)
+		assert.NotZero(t, out[0].Tag&tagAsk, "the push is in flight: ask, do not push")
+		assert.NotZero(t, out[0].Tag&tagRepair)
+	}
+	assert.Equal(t, 3, a.Counters().Resends)
+
+	// The push was lost; the last ask arrives and is answered.
+	ask := a.Idle(nil)[0]
+	answer, err := b.Step(ask, nil)
+	require.NoError(t, err)
+	require.Len(t, answer, 1)
+	out, err := a.Step(answer[0], nil)
+	require.NoError(t, err)
+	assert.Empty(t, out)
+	fa, fb := a.Flow(1), b.Flow(0)
+	for c := range fa {
+		assert.Equal(t, -fa[c], fb[c], "component %d: the lost push's mass arrived with the ask", c)
+	}
+
+	// Everything is acknowledged: the idle step pushes.
+	out = a.Idle(nil)
+	require.Len(t, out, 1)
+	assert.Zero(t, out[0].Tag&(tagAsk|tagRepair), "a plain push")
+}
