@@ -913,10 +913,7 @@ type heardResult struct {
 func (m *Machine) corroborated(o *op, payload []float64, from int) bool {
 	for _, h := range o.heardOnce {
 		if sameBits(h.payload, payload) {
-			if h.from != from {
-				return true
-			}
-			return false
+			return h.from != from
 		}
 	}
 	if len(o.heardOnce) == maxHeardOnce {

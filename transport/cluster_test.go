@@ -29,24 +29,14 @@ func startCluster(t testing.TB, n int, opts transport.ClusterOptions) *transport
 // published before that is lost, as gossip tolerates.
 func deliverEventually(t testing.TB, a, b transport.Endpoint, tag uint64) {
 	t.Helper()
-	ctx := testCtx(t)
 	m := gossip.Message{From: a.ID(), To: b.ID(), Kind: gossip.KindPush, Tag: tag}
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(patience)
-	for {
-		require.NoError(t, a.Send(ctx, m))
-		select {
-		case got, ok := <-b.Messages():
-			require.True(t, ok)
-			if got.Tag == tag {
-				return
-			}
-		case <-tick.C:
-		case <-deadline:
-			require.FailNow(t, "message never arrived", "from %d to %d, tag %d", a.ID(), b.ID(), tag)
+	deadline := time.Now().Add(patience)
+	for time.Now().Before(deadline) {
+		if sendUntilArrival(t, a, b, m).Tag == tag {
+			return
 		}
 	}
+	require.FailNow(t, "message never arrived", "from %d to %d, tag %d", a.ID(), b.ID(), tag)
 }
 
 // exchange delivers a message each way between a and b.
