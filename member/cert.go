@@ -301,7 +301,12 @@ func (s bitset) count() int {
 }
 
 func (s bitset) appendBytes(dst []byte, n int) []byte {
-	for i := 0; i < (n+7)/8; i++ {
+	nb := (n + 7) / 8
+	w := 0
+	for ; 8*(w+1) <= nb; w++ {
+		dst = binary.LittleEndian.AppendUint64(dst, s[w])
+	}
+	for i := 8 * w; i < nb; i++ {
 		dst = append(dst, byte(s[i/8]>>(8*(i%8))))
 	}
 	return dst
@@ -316,8 +321,12 @@ func (s bitset) fromBytes(b []byte, n int) bitset {
 	}
 	s = s[:words]
 	clear(s)
-	for i, v := range b {
-		s[i/8] |= uint64(v) << (8 * (i % 8))
+	w := 0
+	for ; 8*(w+1) <= len(b) && w < words; w++ {
+		s[w] = binary.LittleEndian.Uint64(b[8*w:])
+	}
+	for i := 8 * w; i < len(b) && i/8 < words; i++ {
+		s[i/8] |= uint64(b[i]) << (8 * (i % 8))
 	}
 	if rest := n % 64; rest != 0 {
 		s[words-1] &= 1<<rest - 1

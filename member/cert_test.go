@@ -133,3 +133,26 @@ func TestCertificateExtremesMustAgree(t *testing.T) {
 	c.observe([]float64{1}, []float64{1}, own, []float64{9})
 	assert.True(t, c.stable.has(0))
 }
+
+// TestBitsetByteForm pins the wire form of a set (bit j of byte j/8 = node
+// j) for sizes around the word boundaries, where the word-at-a-time
+// encoder switches to single bytes.
+func TestBitsetByteForm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, n := range []int{1, 7, 8, 9, 63, 64, 65, 127, 128, 129, 200, 1000} {
+		s := newBitset(n)
+		for j := range n {
+			if rng.IntN(3) == 0 {
+				s.set(j)
+			}
+		}
+		b := s.appendBytes(nil, n)
+		require.Len(t, b, (n+7)/8, "n=%d", n)
+		for j := range n {
+			assert.Equal(t, s.has(j), b[j/8]&(1<<(j%8)) != 0, "n=%d bit %d", n, j)
+		}
+		var back bitset
+		back = back.fromBytes(b, n)
+		assert.Equal(t, s, back, "n=%d", n)
+	}
+}

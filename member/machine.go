@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/broadcast"
@@ -20,6 +21,37 @@ func broadcastSpec(n int) broadcast.Spec {
 	sch, _ := broadcast.ParseScheme("tree:binomial")
 	cor, _ := broadcast.ParseCorrection("checked-overlapped")
 	return broadcast.Spec{Nodes: n, Scheme: sch, Correction: cor, Model: broadcast.LogP{L: 2, O: 1}}
+}
+
+// plans caches the result broadcast's plan by group size. A plan is
+// immutable and the same for every member of a group, and building one
+// costs O(N log N); a process that holds many members (the run verb, the
+// simulator) builds it once instead of once per member, which made joining
+// a group of N members in one process O(N² log N).
+var plans struct {
+	sync.Mutex
+	bySize map[int]*broadcast.Plan
+}
+
+// maxPlans bounds the cache: a process rarely holds groups of more than a
+// few sizes at once, and a plan of N members holds O(N) memory.
+const maxPlans = 8
+
+func planFor(n int) (*broadcast.Plan, error) {
+	plans.Lock()
+	defer plans.Unlock()
+	if p, ok := plans.bySize[n]; ok {
+		return p, nil
+	}
+	p, err := broadcast.NewPlan(broadcastSpec(n))
+	if err != nil {
+		return nil, err
+	}
+	if plans.bySize == nil || len(plans.bySize) >= maxPlans {
+		plans.bySize = map[int]*broadcast.Plan{}
+	}
+	plans.bySize[n] = p
+	return p, nil
 }
 
 // Tags of KindControl messages. A result carries its root (< 2^32) as Tag.
@@ -152,7 +184,7 @@ func New(cfg Config) (*Machine, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := broadcast.NewPlan(broadcastSpec(r.n))
+	plan, err := planFor(r.n)
 	if err != nil {
 		return nil, fmt.Errorf("member: result broadcast: %w", err)
 	}

@@ -62,7 +62,7 @@ func runSim(ctx context.Context, args []string, out *stdio) error {
 		cost     = fs.String("cost", "uniform", "latency model: uniform or torus3d (hop distance on a physical 3-D torus, thesis 5.4)")
 		dead     = fs.Int("dead", 0, "number of nodes dead from the start (chosen by seed)")
 		deadIDs  = fs.String("dead-ids", "", "comma-separated ids of nodes dead from the start")
-		crash    = fs.Int("crash", 0, "number of nodes that crash at --crash-at (chosen by seed)")
+		crash    = fs.Float64("crash", 0, "nodes that crash at --crash-at (chosen by seed): a number, or a share of the nodes when below 1")
 		crashAt  = fs.Float64("crash-at", 10, "simulated time of the crashes")
 		detect   = fs.Float64("detect-after", 0, "delay before neighbours exclude a dead node (negative: never)")
 		comps    = fs.Int("components", 1, "vector length k of each node's value")
@@ -73,6 +73,10 @@ func runSim(ctx context.Context, args []string, out *stdio) error {
 		asJSON   = fs.Bool("json", false, "print one JSON object")
 		perRun   = fs.Bool("per-run", false, "with --json, print one JSON object per run instead of the summary")
 		seq      = fs.Bool("sequential", false, "with --mode sync: thesis Algorithm 7 exactly (in place, node by node, one core)")
+		runtime  = fs.Bool("runtime", false, "simulate the live runtime (package member: failure detection, certificate, take-over, result broadcast) instead of the algorithm alone")
+		slow     = fs.Float64("slow", 0, "with --runtime: share of the members that are starved (slowed and paused once)")
+		slowBy   = fs.Float64("slow-factor", 10, "with --runtime: how many times slower a starved member handles each event")
+		pause    = fs.Duration("pause", 0, "with --runtime: how long a starved member stops once (0: a fifth of the suspect timeout)")
 	)
 	fs.Var(&seed, "seed", "random seed (default: drawn at random and printed)")
 	if err := parseFlags(fs, args); err != nil {
@@ -92,6 +96,21 @@ func runSim(ctx context.Context, args []string, out *stdio) error {
 	}
 	if *comps < 1 {
 		return usagef("--components %d must be at least 1", *comps)
+	}
+	if !(*crash >= 0) || math.IsInf(*crash, 1) || (*crash >= 1 && *crash != math.Trunc(*crash)) {
+		return usagef("--crash %v: want a number of nodes, or a share in [0, 1)", *crash)
+	}
+	if *crash >= float64(*nodes) {
+		return usagef("--crash %v leaves none of %d nodes alive", *crash, *nodes)
+	}
+	if *runtime {
+		return runRuntimeSim(ctx, fs, args, runtimeSimFlags{
+			algo: *algoName, topo: *topo, nodes: *nodes, eps: *eps, runs: *runs, loss: *loss,
+			crash: *crash, slow: *slow, slowBy: *slowBy, pause: *pause, json: *asJSON, seed: &seed,
+		}, out)
+	}
+	if *slow != 0 {
+		return usagef("--slow needs --runtime")
 	}
 	g, err := topology.Parse(*topo, *nodes)
 	if err != nil {
@@ -144,11 +163,15 @@ func runSim(ctx context.Context, args []string, out *stdio) error {
 	if err != nil {
 		return err
 	}
-	if *dead+*crash+len(ids) >= *nodes {
+	nCrash := int(*crash)
+	if *crash > 0 && *crash < 1 {
+		nCrash = max(1, int(math.Round(*crash*float64(*nodes))))
+	}
+	if *dead+nCrash+len(ids) >= *nodes {
 		return usagef("--dead, --dead-ids and --crash leave no node alive")
 	}
-	if *dead < 0 || *crash < 0 {
-		return usagef("--dead and --crash must be ≥ 0")
+	if *dead < 0 {
+		return usagef("--dead must be ≥ 0")
 	}
 	if math.IsNaN(*crashAt) || *crashAt < 0 {
 		return usagef("--crash-at %v must be ≥ 0", *crashAt)
@@ -172,7 +195,7 @@ func runSim(ctx context.Context, args []string, out *stdio) error {
 	for range *dead {
 		cfg.Dead = append(cfg.Dead, next())
 	}
-	for range *crash {
+	for range nCrash {
 		cfg.Crashes = append(cfg.Crashes, sim.Crash{Node: next(), At: *crashAt})
 	}
 

@@ -136,3 +136,50 @@ func TestSimSyncMode(t *testing.T) {
 	code, _, stderr := runCLI(t, "sim", "--mode", "sync", "--algo", "pfcc")
 	assert.Equal(t, 2, code, stderr)
 }
+
+func TestSimRuntimeJSONContract(t *testing.T) {
+	args := []string{"sim", "--runtime", "--nodes", "32", "--algo", "pfcc", "--crash", "0.05", "--slow", "0.1", "--loss", "0.01", "--runs", "2", "--seed", "4", "--json"}
+	obj := jsonObject(t, args...)
+	// The field names issue 10 and docs/design.md promise.
+	for _, f := range []string{"failed", "wrong", "false_deaths", "msgs_per_node", "time_L", "wall_seconds", "seed", "replay"} {
+		assert.Contains(t, obj, f)
+	}
+	assert.Equal(t, "runtime", obj["mode"])
+	assert.Equal(t, 2.0, obj["runs"])
+	assert.Equal(t, 0.0, obj["wrong"], "the safety invariant holds")
+	assert.Equal(t, 4.0, obj["crashed"], "5 % of 32 rounds to 2 per run")
+	assert.Equal(t, 6.0, obj["slow_members"], "10 % of 32 rounds to 3 per run")
+	assert.Positive(t, obj["msgs_per_node"].(float64))
+	assert.Positive(t, obj["time_L"].(float64))
+
+	// The seed replays the simulation exactly (wall time aside).
+	again := jsonObject(t, args...)
+	for _, f := range []string{"failed", "false_deaths", "msgs_per_node", "max_msgs", "time_L", "events"} {
+		assert.Equal(t, obj[f], again[f], f)
+	}
+}
+
+func TestSimRuntimeRefusesAlgorithmSimulatorFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"sim", "--runtime", "--L", "3"},
+		{"sim", "--runtime", "--mode", "sync"},
+		{"sim", "--runtime", "--slow", "1"},
+		{"sim", "--runtime", "--slow-factor", "0.5"},
+		{"sim", "--runtime", "--crash", "2.5"},
+		{"sim", "--runtime", "--nodes", "8", "--crash", "8"},
+		{"sim", "--slow", "0.1"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		assert.Equal(t, 2, code, "%v: %s", args, stderr)
+		assert.Contains(t, stderr, "usage", "%v", args)
+	}
+}
+
+func TestSimCrashShare(t *testing.T) {
+	// A share below 1 is a share of the nodes in the algorithm simulator
+	// too: 0.25 of 16 is 4 crashed nodes, as --crash 4.
+	a := jsonObject(t, "sim", "--nodes", "16", "--algo", "pcf", "--crash", "0.25", "--detect-after", "5", "--seed", "9", "--json")
+	b := jsonObject(t, "sim", "--nodes", "16", "--algo", "pcf", "--crash", "4", "--detect-after", "5", "--seed", "9", "--json")
+	assert.Equal(t, a["mean_msgs"], b["mean_msgs"])
+	assert.Equal(t, a["max_rel_error"], b["max_rel_error"])
+}

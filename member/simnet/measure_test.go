@@ -1,0 +1,64 @@
+package simnet
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+)
+
+// TestMeasureUnderFaults runs the runtime at a scale the unit tests do not
+// reach, with every kind of fault Measure draws, and checks what issue 10
+// asks of it: no wrong result, no live member declared dead, no failure.
+// The simulation is deterministic, so this is a fixed set of schedules,
+// not a flaky one.
+func TestMeasureUnderFaults(t *testing.T) {
+	rep, err := Measure(context.Background(), MeasureConfig{
+		Net:  Config{Nodes: 64, Topology: "hypercube", Loss: 0.01, Seed: 11},
+		Runs: 3, Crash: 0.05, Slow: 0.1,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 3, rep.Runs)
+	assert.Equal(t, 9, rep.Crashed, "5 % of 64 rounds to 3 per run")
+	assert.Equal(t, 18, rep.SlowMembers, "10 % of 64 rounds to 6 per run")
+	assert.Zero(t, rep.Wrong)
+	assert.Zero(t, rep.FalseDeaths)
+	assert.Zero(t, rep.Failed)
+	assert.Positive(t, rep.MsgsPerNode)
+	assert.GreaterOrEqual(t, float64(rep.MaxMsgs), rep.MsgsPerNode)
+	// A crashed root is detected after Suspect (1 s) at the earliest.
+	assert.Greater(t, rep.TimeMS, 1000.0)
+	assert.InDelta(t, rep.TimeMS*1e3/50, rep.TimeL, 1e-6*rep.TimeL, "L is 50 µs")
+}
+
+// TestMeasureCountsFalseDeaths makes a slow member's pause longer than
+// Suspect, so that its neighbours rightly (by their rule) declare it dead:
+// Measure must count that as a false death, since it never crashed.
+func TestMeasureCountsFalseDeaths(t *testing.T) {
+	rep, err := Measure(context.Background(), MeasureConfig{
+		Net:  Config{Nodes: 16, Topology: "hypercube", Suspect: 100 * time.Millisecond, Seed: 2},
+		Slow: 0.07, Pause: 2 * time.Second, Window: time.Millisecond,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.SlowMembers)
+	assert.Equal(t, 1, rep.FalseDeaths)
+	assert.Zero(t, rep.Wrong)
+}
+
+func TestMeasureRefusesBadConfig(t *testing.T) {
+	for _, cfg := range []MeasureConfig{
+		{Net: Config{Nodes: 8}, Runs: -1},
+		{Net: Config{Nodes: 8}, Crash: 1},
+		{Net: Config{Nodes: 8}, Slow: -0.1},
+		{Net: Config{Nodes: 8}, SlowFactor: 0.5},
+		{Net: Config{Nodes: 8}, Pause: -time.Second},
+		{Net: Config{Nodes: 8}, Crash: 0.5, Slow: 0.5},
+	} {
+		_, err := Measure(context.Background(), cfg)
+		assert.ErrorIs(t, err, gossip.ErrInvalidConfig, "%+v", cfg)
+	}
+}
