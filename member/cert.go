@@ -171,18 +171,37 @@ func relDiff(a, b []float64) float64 {
 	return worst
 }
 
-// Attachment wire format, version 1:
+// Attachment wire format, version 2:
 //
-//	1 byte   version (1)
+//	1 byte   version (2)
 //	uvarint  generation
 //	uvarint  n, the group size
-//	⌈n/8⌉    stable set, bit j of byte j/8 = node j
-//	⌈n/8⌉    dead set
+//	set      stable set
+//	set      dead set
 //	uvarint  k, the estimate's length
 //	8k       the sender's estimate, float64 bits little endian
 //	uvarint  m, the number of extremes (0 for a plain average)
 //	8m       the sender's extremes (maxima so far), float64 bits
-const certVersion = 1
+//
+// A set of the n nodes is written in the shortest of three forms, named by
+// its first byte:
+//
+//	0  bitmap: ⌈n/8⌉ bytes, bit j of byte j/8 = node j
+//	1  list: uvarint c, then c uvarint gaps (the first id; then each id
+//	   minus the one before, minus one)
+//	2  complement: the list form of the nodes not in the set
+//
+// The dead set is nearly always empty and the stable set empty until the
+// end of an operation and then quickly full, so most sets take a few bytes
+// where the bitmap of 65,536 members takes 8 KiB (version 1 sent two
+// bitmaps always).
+const certVersion = 2
+
+const (
+	setBitmap byte = iota
+	setList
+	setAllBut
+)
 
 var errCert = errors.New("member: malformed certificate")
 
@@ -190,8 +209,8 @@ func (c *certificate) encode(dst []byte, est, ext []float64) []byte {
 	dst = append(dst, certVersion)
 	dst = binary.AppendUvarint(dst, c.gen)
 	dst = binary.AppendUvarint(dst, uint64(c.n))
-	dst = c.stable.appendBytes(dst, c.n)
-	dst = c.dead.appendBytes(dst, c.n)
+	dst = c.stable.appendSet(dst, c.n)
+	dst = c.dead.appendSet(dst, c.n)
 	dst = binary.AppendUvarint(dst, uint64(len(est)))
 	for _, v := range est {
 		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
@@ -228,14 +247,14 @@ func decodeCert(b []byte, n, k, m int, into *peerCert) error {
 		return fmt.Errorf("%w: %w: group of %d, this node's has %d", errCert, gossip.ErrForeignMessage, gotN, n)
 	}
 	b = b[w:]
-	nb := (n + 7) / 8
-	if len(b) < 2*nb {
-		return fmt.Errorf("%w: sets truncated", errCert)
-	}
 	into.gen = gen
-	into.stable = into.stable.fromBytes(b[:nb], n)
-	into.dead = into.dead.fromBytes(b[nb:2*nb], n)
-	b = b[2*nb:]
+	var err error
+	if into.stable, b, err = readSet(b, n, into.stable); err != nil {
+		return fmt.Errorf("%w: stable set: %w", errCert, err)
+	}
+	if into.dead, b, err = readSet(b, n, into.dead); err != nil {
+		return fmt.Errorf("%w: dead set: %w", errCert, err)
+	}
 	gotK, w := binary.Uvarint(b)
 	if w <= 0 {
 		return fmt.Errorf("%w: estimate length", errCert)
@@ -310,6 +329,104 @@ func (s bitset) appendBytes(dst []byte, n int) []byte {
 		dst = append(dst, byte(s[i/8]>>(8*(i%8))))
 	}
 	return dst
+}
+
+// appendSet writes the set of n nodes in its shortest form (see the
+// attachment's wire format).
+func (s bitset) appendSet(dst []byte, n int) []byte {
+	c := s.count()
+	per := uvarintLen(uint64(n)) // bytes per gap, at most
+	bitmap := (n + 7) / 8
+	switch {
+	case 1+c*per < bitmap:
+		dst = append(dst, setList)
+		return s.appendList(dst, n, c, false)
+	case 1+(n-c)*per < bitmap:
+		dst = append(dst, setAllBut)
+		return s.appendList(dst, n, n-c, true)
+	}
+	dst = append(dst, setBitmap)
+	return s.appendBytes(dst, n)
+}
+
+// appendList writes the c ids of the set (of its complement, if
+// complement) below n as a count and gaps.
+func (s bitset) appendList(dst []byte, n, c int, complement bool) []byte {
+	dst = binary.AppendUvarint(dst, uint64(c))
+	next := 0 // the id a gap of zero stands for
+	for w, word := range s {
+		if complement {
+			word = ^word
+		}
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			word &^= 1 << b
+			id := w*64 + b
+			if id >= n {
+				break
+			}
+			dst = binary.AppendUvarint(dst, uint64(id-next))
+			next = id + 1
+		}
+	}
+	return dst
+}
+
+func uvarintLen(v uint64) int {
+	l := 1
+	for v >= 0x80 {
+		v >>= 7
+		l++
+	}
+	return l
+}
+
+var errSet = errors.New("bad set")
+
+// readSet parses a set of n nodes written by appendSet, reusing into, and
+// returns what follows it. It never panics, and loops at most once per
+// byte of b or per word of the set.
+func readSet(b []byte, n int, into bitset) (bitset, []byte, error) {
+	if len(b) < 1 {
+		return into, nil, fmt.Errorf("%w: truncated", errSet)
+	}
+	form, b := b[0], b[1:]
+	switch form {
+	case setBitmap:
+		nb := (n + 7) / 8
+		if len(b) < nb {
+			return into, nil, fmt.Errorf("%w: bitmap truncated", errSet)
+		}
+		return into.fromBytes(b[:nb], n), b[nb:], nil
+	case setList, setAllBut:
+	default:
+		return into, nil, fmt.Errorf("%w: form %d", errSet, form)
+	}
+	into = into.fromBytes(nil, n)
+	c, w := binary.Uvarint(b)
+	if w <= 0 || c > uint64(n) || c > uint64(len(b)-w) {
+		return into, nil, fmt.Errorf("%w: count", errSet)
+	}
+	b = b[w:]
+	next := uint64(0)
+	for range c {
+		gap, w := binary.Uvarint(b)
+		if w <= 0 || gap >= uint64(n)-next {
+			return into, nil, fmt.Errorf("%w: id out of range", errSet)
+		}
+		b = b[w:]
+		into.set(int(next + gap))
+		next += gap + 1
+	}
+	if form == setAllBut {
+		for i := range into {
+			into[i] = ^into[i]
+		}
+		if rest := n % 64; rest != 0 {
+			into[len(into)-1] &= 1<<rest - 1
+		}
+	}
+	return into, b, nil
 }
 
 // fromBytes fills a set of n bits from its byte form, reusing s; bits at

@@ -156,3 +156,87 @@ func TestBitsetByteForm(t *testing.T) {
 		assert.Equal(t, s, back, "n=%d", n)
 	}
 }
+
+// TestSetForms round-trips sets of every density through the three wire
+// forms and checks that the encoder picks a short one.
+func TestSetForms(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, n := range []int{1, 2, 63, 64, 65, 100, 1000, 65536} {
+		for _, density := range []float64{0, 0.001, 0.01, 0.3, 0.5, 0.99, 0.999, 1} {
+			s := newBitset(n)
+			c := 0
+			for j := range n {
+				if rng.Float64() < density {
+					s.set(j)
+					c++
+				}
+			}
+			b := s.appendSet(nil, n)
+			back, rest, err := readSet(append(b, 0xAA), n, nil)
+			require.NoError(t, err, "n=%d density %v", n, density)
+			assert.Equal(t, []byte{0xAA}, rest, "readSet returns what follows")
+			assert.Equal(t, s, back, "n=%d density %v form %d", n, density, b[0])
+			// The list forms cost at most uvarintLen(n) bytes an id; the
+			// encoder never takes more than the bitmap plus its form byte.
+			assert.LessOrEqual(t, len(b), 1+(n+7)/8)
+			if short := min(c, n-c); 1+short*uvarintLen(uint64(n)) < (n+7)/8 {
+				assert.LessOrEqual(t, len(b), 2+uvarintLen(uint64(n))*(short+1), "n=%d density %v", n, density)
+			}
+		}
+	}
+	// An empty and a full set of 65,536 members take a few bytes.
+	assert.Len(t, newBitset(65536).appendSet(nil, 65536), 2)
+	full := newBitset(65536)
+	for j := range 65536 {
+		full.set(j)
+	}
+	assert.Len(t, full.appendSet(nil, 65536), 2)
+}
+
+func TestSetFormsRejectMalformed(t *testing.T) {
+	for name, b := range map[string][]byte{
+		"empty":             {},
+		"unknown form":      {3},
+		"bitmap truncated":  {setBitmap, 0xff},
+		"count missing":     {setList},
+		"count beyond n":    {setList, 11},
+		"count beyond data": {setList, 3, 0},
+		"id beyond n":       {setList, 1, 10},
+		"gap beyond n":      {setList, 2, 5, 4},
+		"complement beyond": {setAllBut, 1, 12},
+	} {
+		_, _, err := readSet(b, 10, nil)
+		assert.ErrorIs(t, err, errSet, name)
+	}
+	s, _, err := readSet([]byte{setAllBut, 2, 0, 8}, 10, nil)
+	require.NoError(t, err)
+	assert.Equal(t, bitset{0b01_1111_1110}, s, "all of 0…9 but 0 and 9")
+}
+
+// FuzzDecodeCert: any bytes either fail to decode or give sets within the
+// group; decoding never panics. Run with go test -fuzz FuzzDecodeCert
+// ./member; the seeds run in the suite.
+func FuzzDecodeCert(f *testing.F) {
+	for _, fill := range []float64{0, 0.02, 0.5, 1} {
+		c := newCertificate(200, 0, 1, 1e-9)
+		for j := range 200 {
+			if float64(j%50) < fill*50 {
+				c.stable.set(j)
+			}
+		}
+		f.Add(c.encode(nil, []float64{1, 2}, nil), uint16(200))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, n16 uint16) {
+		n := 1 + int(n16%1024)
+		var p peerCert
+		if decodeCert(b, n, 2, 0, &p) != nil {
+			return
+		}
+		for _, s := range []bitset{p.stable, p.dead} {
+			require.Len(t, s, (n+63)/64)
+			for j := n; j < 64*len(s); j++ {
+				require.False(t, s.has(j), "bit %d of a group of %d", j, n)
+			}
+		}
+	})
+}
