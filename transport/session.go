@@ -249,20 +249,30 @@ func (e *endpoint) sessionSend(m gossip.Message, lost bool) error {
 }
 
 // maxRetries bounds the probes the retry timer sends for one peer after
-// the last Send to it: with the default interval, a queue waits about five
-// seconds for a peer that does not answer before only a new Send probes
-// again.
-const maxRetries = 250
+// the last Send to it, and maxRetryDelay the wait between two: the timer
+// waits the probe interval, then twice as long each time up to
+// maxRetryDelay, so that with the default interval a queue waits about
+// five seconds for a peer that does not answer before only a new Send
+// probes again. Backing off matters when many members start at once: each
+// announces itself to the whole group, and probing every peer that has not
+// subscribed yet every 20 ms (250 times) kept 256 members joining in one
+// process busy for over 30 s on a loaded machine.
+const (
+	maxRetries    = 10
+	maxRetryDelay = time.Second
+)
 
 // armRetryLocked makes sure a probe goes out again after the probe
-// interval while messages wait for peer to's incarnation, so that a lost or
+// interval (doubled by each retry since the last Send, see maxRetries)
+// while messages wait for peer to's incarnation, so that a lost or
 // rate-limited answer cannot hold a message back until the next Send (a
 // member's last announcement has no next Send). The caller holds smu.
 func (e *endpoint) armRetryLocked(to gossip.NodeID, p *peer) {
 	if p.retry != nil || len(p.queue) == 0 {
 		return
 	}
-	p.retry = time.AfterFunc(max(e.hub.probeEvery, defaultProbeEvery), func() { e.retryProbe(to) })
+	d := max(e.hub.probeEvery, defaultProbeEvery) << min(p.retries, 10)
+	p.retry = time.AfterFunc(min(d, maxRetryDelay), func() { e.retryProbe(to) })
 }
 
 func (e *endpoint) retryProbe(to gossip.NodeID) {
