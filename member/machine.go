@@ -306,6 +306,10 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 	if m.Active() {
 		return fmt.Errorf("member: %w: operation %d is under way", gossip.ErrInvalidConfig, m.cur.epoch)
 	}
+	// The member runs now: local health measures the next tick's lateness
+	// from here, not from a tick before the operation (a driver need not
+	// tick an idle member, and the idle time is no stall).
+	m.lastTick, m.ticked = now, true
 	if m.cur != nil {
 		m.finished = append(m.finished, m.cur)
 		if len(m.finished) > keepFinished {
@@ -643,8 +647,9 @@ func (m *Machine) excluded(j gossip.NodeID) {
 
 // Tick is the passage of time: failure detection, the idle step that keeps
 // the exchange going after lost messages, the root's decision and the
-// result broadcast's timers. Drivers call it regularly (every millisecond
-// or so) and at the time Wake names.
+// result broadcast's timers. Drivers call it regularly (every Tick) while
+// an operation is under way (Active), and at the time Wake names; an idle
+// member needs no regular tick.
 func (m *Machine) Tick(now time.Duration) {
 	if m.ticked && m.r.Tick > 0 {
 		// Local health, in the manner of Lifeguard: a tick far later than
