@@ -47,7 +47,7 @@ func runBench(ctx context.Context, args []string, out *stdio) error {
 		eps     = fs.Float64("eps", 1e-9, "target accuracy ε of the gossip algorithms")
 		runs    = fs.Int("runs", 20, "operations per algorithm (alternating between algorithms)")
 		natsURL = fs.String("nats", "", "NATS server URL(s) (default: an embedded server)")
-		timeout = fs.Duration("timeout", 30*time.Second, "give up an operation after this long")
+		timeout = fs.Duration("timeout", 30*time.Second, "give up a run, joining the group included, after this long")
 		asJSON  = fs.Bool("json", false, "print one JSON object")
 	)
 	fs.Var(&seed, "seed", "random seed (default: drawn at random and printed)")

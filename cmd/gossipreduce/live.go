@@ -13,6 +13,7 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/internal/parallel"
 	"github.com/gossipreduce/gossipreduce/sdc"
 	"github.com/gossipreduce/gossipreduce/transport"
 )
@@ -103,9 +104,16 @@ func sharedIdle(n int) time.Duration {
 	return max(4*time.Millisecond, time.Duration(n)*120*time.Microsecond/time.Duration(runtime.GOMAXPROCS(0)))
 }
 
+// joinWorkers is how many members of a group runGroup joins at once.
+const joinWorkers = 32
+
 // runGroup joins n members of a fresh group over tr, runs one Average with
-// inputs on all of them at once, and closes them.
+// inputs on all of them at once, and closes them. timeout bounds the whole
+// of it, joining included: on a busy machine joining hundreds of members
+// is not instant, and a set-up that hangs must not outlive --timeout.
 func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config, inputs [][]float64, f faults, timeout time.Duration) (*liveOutcome, error) {
+	ctx, cancelAll := context.WithTimeout(ctx, timeout)
+	defer cancelAll()
 	n := len(inputs)
 	if tmpl.Idle == 0 {
 		tmpl.Idle = sharedIdle(n)
@@ -116,6 +124,7 @@ func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config
 	for _, c := range f.crash {
 		crashing[c] = true
 	}
+	cfgs := make([]aggregate.Config, n)
 	for i := range nodes {
 		cfg := tmpl
 		cfg.ID, cfg.Nodes = gossip.NodeID(i), n
@@ -144,25 +153,32 @@ func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config
 		if len(injs) > 0 {
 			cfg.Injector = func(uint64) gossip.Injector { return injectors(injs) }
 		}
-		nd, err := aggregate.Join(ctx, tr, cfg)
-		if err != nil {
-			for _, m := range nodes[:i] {
+		cfgs[i] = cfg
+	}
+	// Join concurrently: each join waits a round trip to the server and a
+	// little more for a duplicate's answer (transport.NATS.Open), which one
+	// after the other took 25 s for 256 members on a busy machine.
+	err := parallel.For(ctx, n, joinWorkers, func(ctx context.Context, i int) error {
+		nd, err := aggregate.Join(ctx, tr, cfgs[i])
+		nodes[i] = nd
+		return err
+	}, nil)
+	if err != nil {
+		for _, m := range nodes {
+			if m != nil {
 				m.Close()
 			}
-			return nil, err
 		}
-		nodes[i] = nd
+		return nil, fmt.Errorf("joining %d members (within --timeout %v): %w", n, timeout, err)
 	}
 	out := &liveOutcome{inputs: inputs, results: make([]aggregate.Result, n), errs: make([]error, n), alive: make([]bool, n)}
-	opCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, nd := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out.results[i], out.errs[i] = nd.Average(opCtx, inputs[i])
+			out.results[i], out.errs[i] = nd.Average(ctx, inputs[i])
 		}()
 	}
 	wg.Wait()

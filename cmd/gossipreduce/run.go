@@ -102,7 +102,7 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 		flipTarget = fs.String("flip-target", "flow", "what flips hit: value, weight, checksum, flow, message, input")
 		flipAfter  = fs.Int("flip-after", 8, "the single flip happens once its member has sent this many messages")
 		flipRate   = fs.Float64("flip-rate", 0, "flip probability per word per message at every member (bits 0-63)")
-		timeout    = fs.Duration("timeout", 30*time.Second, "give up an operation after this long")
+		timeout    = fs.Duration("timeout", 30*time.Second, "give up a run, joining the group included, after this long")
 		suspect    = fs.Duration("suspect", time.Second, "silence after which a member is declared dead")
 		idle       = fs.Duration("idle", 0, "a member that sent nothing for this long takes a gossip step on its own (0: 4 ms, longer for many members per core: 120 µs × nodes / GOMAXPROCS)")
 		asJSON     = fs.Bool("json", false, "print one JSON object")
