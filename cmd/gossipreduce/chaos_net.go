@@ -102,10 +102,15 @@ func (n *natsChaosNet) open(ctx context.Context, base transport.Options) (transp
 	return tr, nil
 }
 
-// connectRetry connects, trying again for up to 10 s: a restart scenario
-// may have the server down (or still starting) when a case connects.
+// connectRetry connects, trying again every 100 ms until ctx ends (for up
+// to 10 s when it has no deadline): a restart scenario may have the server
+// down (or still starting) when a case connects, and a node may be
+// started before its server.
 func connectRetry(ctx context.Context, urls []string, o transport.NATSOptions) (*transport.NATS, error) {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(10 * time.Second)
+	}
 	for {
 		tr, err := transport.Connect(ctx, urls, o)
 		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
@@ -114,7 +119,7 @@ func connectRetry(ctx context.Context, urls []string, o transport.NATSOptions) (
 		select {
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, err
 		}
 	}
 }

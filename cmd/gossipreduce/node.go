@@ -51,7 +51,7 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 		algoName = fs.String("algo", "pfcc", "algorithm")
 		topo     = fs.String("topology", "complete", "overlay")
 		eps      = fs.Float64("eps", 1e-9, "target accuracy ε")
-		timeout  = fs.Duration("timeout", 30*time.Second, "give up after this long")
+		timeout  = fs.Duration("timeout", 30*time.Second, "give up after this long, connecting (retried until then) and joining included")
 		suspect  = fs.Duration("suspect", time.Second, "silence after which a member is declared dead")
 		asJSON   = fs.Bool("json", false, "print one JSON object (also when the node fails, with an error field)")
 	)
@@ -115,7 +115,11 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []str
 		return err
 	}
 	opts.Name = fmt.Sprintf("gossipreduce-%s-%d", cfg.Group, cfg.ID)
-	tr, err := transport.Connect(ctx, urls, opts)
+	// The timeout bounds everything: a server not up yet is tried again
+	// until then, as is usual when a script starts it beside the nodes.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tr, err := connectRetry(ctx, urls, opts)
 	if err != nil {
 		return err
 	}
@@ -125,13 +129,11 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []str
 		return err
 	}
 	defer nd.Close()
-	opCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	do := nd.Average
 	if sum {
 		do = nd.Sum
 	}
-	res, err := do(opCtx, vec)
+	res, err := do(ctx, vec)
 	o.dropCounts = dropsOf(tr.Stats())
 	o.Epoch, o.Messages, o.Seconds = res.Epoch, res.Messages, res.Elapsed.Seconds()
 	if err != nil {
