@@ -40,7 +40,6 @@ type runtimeSimOutput struct {
 	Seed     uint64  `json:"seed"`
 	LastSeed uint64  `json:"last_seed"`
 	simnet.MeasureReport
-	LatencyUS   float64 `json:"latency_us"`
 	WallSeconds float64 `json:"wall_seconds"`
 	Replay      string  `json:"replay"`
 }
@@ -51,11 +50,10 @@ var runtimeFlags = []string{"algo", "topology", "nodes", "eps", "runs", "loss", 
 
 func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runtimeSimFlags, out *stdio) error {
 	var stray []string
-	epsSet := false
+	epsSet, algoSet := false, false
 	fs.Visit(func(fl *flag.Flag) {
-		if fl.Name == "eps" {
-			epsSet = true
-		}
+		epsSet = epsSet || fl.Name == "eps"
+		algoSet = algoSet || fl.Name == "algo"
 		if !slices.Contains(runtimeFlags, fl.Name) {
 			stray = append(stray, "--"+fl.Name)
 		}
@@ -63,6 +61,9 @@ func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runti
 	if len(stray) > 0 {
 		sort.Strings(stray)
 		return usagef("%s: not used by --runtime (it takes %s)", strings.Join(stray, ", "), "--"+strings.Join(runtimeFlags, ", --"))
+	}
+	if !algoSet {
+		f.algo = "pfcc" // the runtime's default, not the algorithm simulator's
 	}
 	if _, err := algo.Lookup(f.algo); err != nil {
 		return usagef("%v", err)
@@ -104,7 +105,7 @@ func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runti
 	o := runtimeSimOutput{
 		Algo: f.algo, Topology: f.topo, Nodes: f.nodes, Mode: "runtime", Eps: f.eps, Loss: f.loss,
 		Crash: crash, Slow: f.slow, Seed: cfg.Net.Seed, LastSeed: cfg.Net.Seed + uint64(rep.Runs) - 1,
-		MeasureReport: rep, LatencyUS: 50, WallSeconds: time.Since(start).Seconds(), Replay: replay,
+		MeasureReport: rep, WallSeconds: time.Since(start).Seconds(), Replay: replay,
 	}
 	if !epsSet {
 		o.Eps = 1e-9
@@ -119,7 +120,7 @@ func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runti
 	fmt.Fprintf(out.Stdout, "  wrong            %d\n", o.Wrong)
 	fmt.Fprintf(out.Stdout, "  false deaths     %d\n", o.FalseDeaths)
 	fmt.Fprintf(out.Stdout, "  msgs/member      %.1f (mean), %d (most by one)\n", o.MsgsPerNode, o.MaxMsgs)
-	fmt.Fprintf(out.Stdout, "  time             %.0f L (%.2f ms simulated, L = 50 µs)\n", o.TimeL, o.TimeMS)
+	fmt.Fprintf(out.Stdout, "  time             %.0f L (%.2f ms simulated, L = %g µs)\n", o.TimeL, o.TimeMS, o.LatencyUS)
 	fmt.Fprintf(out.Stdout, "  wall             %.1f s\n", o.WallSeconds)
 	fmt.Fprintf(out.Stdout, "  replay with      %s\n", o.Replay)
 	return nil

@@ -183,3 +183,10 @@ func TestSimCrashShare(t *testing.T) {
 	assert.Equal(t, a["mean_msgs"], b["mean_msgs"])
 	assert.Equal(t, a["max_rel_error"], b["max_rel_error"])
 }
+
+func TestSimRuntimeDefaultsAreTheRuntimes(t *testing.T) {
+	obj := jsonObject(t, "sim", "--runtime", "--nodes", "8", "--seed", "1", "--json")
+	assert.Equal(t, "pfcc", obj["algo"])
+	assert.Equal(t, 1e-9, obj["eps"])
+	assert.Equal(t, 50.0, obj["latency_us"])
+}

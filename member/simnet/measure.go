@@ -71,6 +71,8 @@ type MeasureReport struct {
 	// L; TimeMS the same in simulated milliseconds.
 	TimeL  float64 `json:"time_L"`
 	TimeMS float64 `json:"time_ms"`
+	// LatencyUS is L, the message latency, in microseconds.
+	LatencyUS float64 `json:"latency_us"`
 	// Events is the number of events simulated.
 	Events int `json:"events"`
 }
@@ -125,6 +127,7 @@ func Measure(ctx context.Context, cfg MeasureConfig) (MeasureReport, error) {
 		avg := time.Duration(sumTime / float64(rep.Runs))
 		rep.TimeMS = avg.Seconds() * 1e3
 		rep.TimeL = float64(avg) / float64(run.latency)
+		rep.LatencyUS = float64(run.latency) / float64(time.Microsecond)
 		if cfg.Progress != nil {
 			cfg.Progress(r+1, cfg.Runs)
 		}
