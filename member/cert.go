@@ -372,13 +372,10 @@ func (s bitset) appendList(dst []byte, n, c int, complement bool) []byte {
 	return dst
 }
 
+// uvarintLen is the length of v's uvarint encoding.
 func uvarintLen(v uint64) int {
-	l := 1
-	for v >= 0x80 {
-		v >>= 7
-		l++
-	}
-	return l
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], v)
 }
 
 var errSet = errors.New("bad set")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -58,8 +57,7 @@ func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runti
 			stray = append(stray, "--"+fl.Name)
 		}
 	})
-	if len(stray) > 0 {
-		sort.Strings(stray)
+	if len(stray) > 0 { // Visit goes in lexical order
 		return usagef("%s: not used by --runtime (it takes %s)", strings.Join(stray, ", "), "--"+strings.Join(runtimeFlags, ", --"))
 	}
 	if !algoSet {

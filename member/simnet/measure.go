@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
@@ -166,7 +167,7 @@ func measureOne(cfg MeasureConfig, seed uint64) (measured, error) {
 	// Victims are drawn without replacement from one permutation: the
 	// crashed first (the root always among them), then the slow.
 	perm := rng.Perm(n)
-	if i := indexOf(perm, 0); i > 0 {
+	if i := slices.Index(perm, 0); i > 0 {
 		perm[0], perm[i] = perm[i], perm[0]
 	}
 	nCrash := int(math.Round(cfg.Crash * float64(n)))
@@ -231,13 +232,4 @@ func measureOne(cfg MeasureConfig, seed uint64) (measured, error) {
 	}
 	got.msgsPerNode = float64(total) / float64(n)
 	return got, nil
-}
-
-func indexOf(s []int, v int) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
