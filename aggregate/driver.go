@@ -64,9 +64,9 @@ func (d *driver) loop() {
 			d.m.Step(d.now(), msg)
 		case <-tick.C:
 			d.drain()
-			d.m.Tick(d.now())
+			d.tick()
 		case <-d.timer.C:
-			d.m.Tick(d.now())
+			d.tick()
 		case <-opDone:
 			d.m.GiveUp(d.now(), d.rq.ctx.Err())
 		}
@@ -80,6 +80,19 @@ func (d *driver) loop() {
 			}
 			ticking = active
 		}
+	}
+}
+
+// tick advances the machine's clock, unless the endpoint is offline (a
+// NATS server went away): a member that can neither hear nor be heard
+// learns nothing from its neighbours' silence, so the machine is not
+// ticked until the endpoint is back, and its first tick then finds a gap
+// that its local-health rule forgives, as after a stall. Without this, a
+// server restart of more than Suspect made every member exclude every
+// other.
+func (d *driver) tick() {
+	if d.n.ep.Online() {
+		d.m.Tick(d.now())
 	}
 }
 
@@ -156,6 +169,10 @@ func (d *driver) flush() {
 	}
 	d.n.setStats(d.m.Stats())
 	if at, ok := d.m.Wake(); ok {
-		d.timer.Reset(max(at-d.now(), 0))
+		wait := max(at-d.now(), 0)
+		if !d.n.ep.Online() {
+			wait = max(wait, d.n.r.Tick) // poll, rather than spin, until it is back
+		}
+		d.timer.Reset(wait)
 	}
 }

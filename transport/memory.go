@@ -42,6 +42,7 @@ type Memory struct {
 
 	mu      sync.Mutex
 	crashed map[string]bool          // subjects of crashed nodes
+	outage  bool                     // the whole network is down (Outage)
 	pending map[*time.Timer]struct{} // delayed deliveries not yet made
 	closed  bool
 }
@@ -56,6 +57,7 @@ func NewMemory(opts MemoryOptions) (*Memory, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.online = t.online
 	t.hub = h
 	return t, nil
 }
@@ -97,6 +99,23 @@ func (t *Memory) Crash(g Group, id gossip.NodeID) { t.setCrashed(g.Subject(id), 
 // Restore undoes [Memory.Crash]: the node sends and receives again.
 func (t *Memory) Restore(g Group, id gossip.NodeID) { t.setCrashed(g.Subject(id), false) }
 
+// Outage takes the whole network down (down true) or brings it back, as a
+// NATS server that stops and restarts does for its clients: while it is
+// down, every message sent vanishes (application messages are counted in
+// Stats.Lost, handshake messages are not) and every endpoint's Online
+// reports false. Messages already delayed still arrive.
+func (t *Memory) Outage(down bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.outage = down
+}
+
+func (t *Memory) online() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.outage
+}
+
 func (t *Memory) setCrashed(subject string, crashed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -128,6 +147,12 @@ func (t *Memory) Inject(subject string, raw []byte) bool {
 func (t *Memory) publish(from *endpoint, to gossip.NodeID, raw []byte) error {
 	if t.isCrashed(from.subject) {
 		countCrashed(from, raw)
+		return nil
+	}
+	if !t.online() {
+		if !isHandshake(raw) {
+			from.count(cLost)
+		}
 		return nil
 	}
 	subject := from.base + to.String()

@@ -70,6 +70,28 @@ func TestMemoryCrash(t *testing.T) {
 	assert.Equal(t, uint64(6), first.Tag)
 }
 
+// TestMemoryOutage: while the network is down every endpoint is offline and
+// every message vanishes, counted as lost; afterwards messages flow again.
+func TestMemoryOutage(t *testing.T) {
+	tr := newMemory(t, transport.MemoryOptions{})
+	g := transport.Group{Name: "outage"}
+	eps := openNodes(t, tr, g, 2)
+	pingPong(t, eps[0], eps[1], 100)
+	require.True(t, eps[0].Online())
+
+	tr.Outage(true)
+	assert.False(t, eps[0].Online())
+	assert.False(t, eps[1].Online())
+	require.NoError(t, eps[0].Send(testCtx(t), gossip.Message{From: 0, To: 1, Kind: gossip.KindPush, Tag: 1}))
+	requireEmpty(t, eps[1])
+	assert.Equal(t, uint64(1), eps[0].Stats().Lost)
+
+	tr.Outage(false)
+	assert.True(t, eps[1].Online())
+	require.NoError(t, eps[0].Send(testCtx(t), gossip.Message{From: 0, To: 1, Kind: gossip.KindPush, Tag: 2}))
+	assert.Equal(t, uint64(2), recv(t, eps[1]).Tag)
+}
+
 func TestMemoryDelay(t *testing.T) {
 	const slow = time.Hour // never elapses during the test
 	tr := newMemory(t, transport.MemoryOptions{Delay: func(from, to gossip.NodeID) time.Duration {

@@ -134,6 +134,7 @@ func newNATS(nc *nats.Conn, owned bool, opts Options, closeTimeout time.Duration
 	if err != nil {
 		return nil, err
 	}
+	h.online = nc.IsConnected
 	t.hub = h
 	return t, nil
 }

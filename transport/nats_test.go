@@ -207,11 +207,13 @@ func TestReconnect(t *testing.T) {
 	tr := connect(t, []string{first.ClientURL()}, transport.NATSOptions{ReconnectWait: 20 * time.Millisecond})
 	eps := openNodes(t, tr, transport.Group{Name: "reconnect"}, 2)
 	pingPong(t, eps[0], eps[1], 1)
+	assert.True(t, eps[0].Online())
 
 	first.Shutdown()
-	eventually(t, func() bool { return !tr.Conn().IsConnected() }, "disconnect")
+	eventually(t, func() bool { return !eps[0].Online() }, "endpoint offline while the server is gone")
 	startServer(t, transport.EmbeddedOptions{Port: port})
-	eventually(t, tr.Conn().IsConnected, "reconnect")
+	eventually(t, eps[0].Online, "endpoint online again")
+	assert.True(t, tr.Conn().IsConnected())
 	require.NoError(t, tr.Conn().Flush())
 	pingPong(t, eps[0], eps[1], 3)
 }

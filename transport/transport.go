@@ -108,6 +108,14 @@ type Endpoint interface {
 	// sender.
 	Authenticated() bool
 
+	// Online reports whether the endpoint can reach the network now: for
+	// NATS, whether the connection is up (false while it reconnects after
+	// a server went away); for Memory, false during [Memory.Outage]. A
+	// member that cannot reach the network hears nobody and is heard by
+	// nobody, so its neighbours' silence is no evidence against them: the
+	// aggregate driver does not advance its failure detection meanwhile.
+	Online() bool
+
 	// Close stops receiving and closes the Messages channel; messages still
 	// queued for unknown peers are discarded (Stats.Unsent). It is safe to
 	// call more than once. Opening the node again makes a new incarnation.
@@ -125,7 +133,7 @@ type Endpoint interface {
 type Stats struct {
 	Sent       uint64 // handed to the network (a message queued for an unknown peer: when its session is established)
 	Received   uint64 // delivered to the Messages channel
-	Lost       uint64 // dropped at Send by injected loss ([Options.Loss])
+	Lost       uint64 // dropped at Send by injected loss ([Options.Loss]), or sent during a [Memory.Outage] (and counted in Sent too)
 	Crashed    uint64 // vanished at a crashed node ([Memory.Crash]): sent by it (and counted in Sent) or sent to it
 	Malformed  uint64 // arrived but failed to decode
 	Foreign    uint64 // decoded but another wire version, configuration hash or addressee, sender incarnation 0, or signed while this side has no key
@@ -319,6 +327,7 @@ type hub struct {
 	opts    Options
 	mac     *macKey // nil without a group key
 	publish publishFunc
+	online  func() bool // whether the network is reachable; nil: always
 	total   counters
 
 	probeEvery, answerEvery time.Duration // session intervals
@@ -471,6 +480,8 @@ func (e *endpoint) Messages() <-chan gossip.Message { return e.ch }
 func (e *endpoint) Stats() Stats                    { return e.own.snapshot() }
 
 func (e *endpoint) Authenticated() bool { return e.hub.mac != nil }
+
+func (e *endpoint) Online() bool { return e.hub.online == nil || e.hub.online() }
 
 func (e *endpoint) Err() error {
 	e.smu.Lock()

@@ -1,0 +1,51 @@
+package aggregate_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/aggregate"
+	"github.com/gossipreduce/gossipreduce/internal/gossiptest"
+	"github.com/gossipreduce/gossipreduce/transport"
+)
+
+// TestOutageLongerThanSuspect takes the whole network down mid-operation
+// for three times Suspect, as a NATS server that restarts does: members
+// that hear nobody because they cannot reach the network must not declare
+// each other dead, and every member returns the average of all inputs once
+// it is back. (Before endpoints reported Online, every member excluded
+// every other.)
+func TestOutageLongerThanSuspect(t *testing.T) {
+	const n, suspect = 8, 200 * time.Millisecond
+	var tr *transport.Memory
+	var armed atomic.Bool
+	var sent atomic.Int64
+	down := make(chan struct{})
+	var once sync.Once
+	tr, err := transport.NewMemory(transport.MemoryOptions{Tap: func(string, []byte) {
+		// The outage starts inside the operation, at its 20th message, not
+		// after some wall-clock delay that a busy machine would stretch.
+		if armed.Load() && sent.Add(1) == 20 {
+			once.Do(func() { tr.Outage(true); close(down) })
+		}
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { tr.Close() })
+	nodes := group(t, tr, n, aggregate.Config{Group: "outage", Topology: "hypercube", Epsilon: 1e-9, Suspect: suspect})
+	armed.Store(true)
+	go func() {
+		<-down
+		time.Sleep(3 * suspect) // the length of the outage, not a synchronisation
+		tr.Outage(false)
+	}()
+	inputs := gossiptest.Inputs(n, 2, 11)
+	res, errs := averageAll(timeout(t, 30*time.Second), nodes, inputs)
+	requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
+	assert.Equal(t, n, res[0].Live)
+	assert.Positive(t, tr.Stats().Lost, "messages sent during the outage vanish")
+}
