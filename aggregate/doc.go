@@ -122,6 +122,13 @@
 // returns ErrExcluded. If the root dies, the next lowest member takes over
 // after waiting Suspect/2 for a result the old root may have spread.
 //
+// Silence is not death when the member itself could not have heard: a
+// member that was not running (starved of CPU, stopped) forgives its
+// neighbours the silence of that stretch, and so does one whose endpoint is
+// offline (transport.Endpoint.Online: its NATS server went away and it is
+// reconnecting). A server restart therefore only delays an operation, as
+// long as the members' contexts outlast it.
+//
 // Failures are crash-stop or slowness; a member that was only slow (paused
 // longer than Suspect) and finds itself declared dead returns ErrExcluded,
 // never a result that does not cover it. A member that finds itself the

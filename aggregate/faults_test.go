@@ -14,6 +14,7 @@ import (
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/internal/gossiptest"
+	"github.com/gossipreduce/gossipreduce/internal/livegroup"
 	"github.com/gossipreduce/gossipreduce/sdc"
 	"github.com/gossipreduce/gossipreduce/transport"
 )
@@ -38,8 +39,8 @@ func TestEveryAlgorithmAgrees(t *testing.T) {
 			tr := memory(t, 0, 1)
 			nodes := group(t, tr, 12, aggregate.Config{Group: "algo-" + name, Algorithm: name, Epsilon: 1e-9})
 			inputs := gossiptest.Inputs(12, 3, 2)
-			res, errs := averageAll(timeout(t, 20*time.Second), nodes, inputs)
-			requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
+			o := averageAll(timeout(t, 20*time.Second), nodes, inputs)
+			requireOK(t, o, 1e-9)
 		})
 	}
 }
@@ -50,9 +51,9 @@ func TestRepeatedOperationsNeverMix(t *testing.T) {
 	ctx := timeout(t, 20*time.Second)
 	for round := range 5 {
 		inputs := gossiptest.Inputs(8, 1, uint64(100+round))
-		res, errs := averageAll(ctx, nodes, inputs)
-		requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-10)
-		assert.Equal(t, uint64(round+1), res[0].Epoch)
+		o := averageAll(ctx, nodes, inputs)
+		requireOK(t, o, 1e-10)
+		assert.Equal(t, uint64(round+1), o.Results[0].Epoch)
 	}
 }
 
@@ -70,91 +71,41 @@ func TestSumCountsTheLive(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	requireAgreement(t, res, errs, []float64{55}, 1e-10)
+	for i := range res {
+		require.NoError(t, errs[i], "node %d", i)
+		require.Equal(t, math.Float64bits(res[0].Value[0]), math.Float64bits(res[i].Value[0]), "node %d", i)
+	}
+	assert.InDelta(t, 55, res[0].Value[0], 55e-10)
 }
 
 func TestMessageLoss(t *testing.T) {
 	tr := memory(t, 0.2, 7)
 	nodes := group(t, tr, 16, aggregate.Config{Group: "loss", Epsilon: 1e-9})
 	inputs := gossiptest.Inputs(16, 1, 3)
-	res, errs := averageAll(timeout(t, 30*time.Second), nodes, inputs)
-	requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
+	o := averageAll(timeout(t, 30*time.Second), nodes, inputs)
+	requireOK(t, o, 1e-9)
 	assert.Positive(t, tr.Stats().Lost)
 }
 
-// crasher crashes its node (the transport drops everything to and from it,
-// and its operation is cancelled) once the node has sent after messages.
-type crasher struct {
-	tr     *transport.Memory
-	g      transport.Group
-	after  int
-	cancel context.CancelFunc
-	once   sync.Once
-}
-
-func (c *crasher) InjectMessage(gossip.InjectPoint, *gossip.Message) {}
-func (c *crasher) InjectState(p gossip.InjectPoint, _ gossip.Machine) {
-	if p.Sent >= c.after {
-		c.once.Do(func() {
-			c.tr.Crash(c.g, p.Node)
-			c.cancel()
-		})
-	}
-}
-
 // runWithCrashes runs one Average where the members in crash die after
-// sending a few messages; it returns the survivors' results and inputs.
-func runWithCrashes(t *testing.T, n int, algorithm string, crash []gossip.NodeID) ([]aggregate.Result, []error, [][]float64) {
+// sending 10 messages: silently, at the transport, as a process that is
+// killed (the harness's crash would close them, which announces it).
+func runWithCrashes(t *testing.T, n int, algorithm string, crash []gossip.NodeID) *livegroup.Outcome {
 	t.Helper()
 	tr := memory(t, 0, 1)
-	name := "crash"
-	nodes := make([]*aggregate.Node, n)
-	ctxs := make([]context.Context, n)
-	for i := range nodes {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		t.Cleanup(cancel)
-		ctxs[i] = ctx
-		cfg := aggregate.Config{Group: name, ID: gossip.NodeID(i), Nodes: n, Algorithm: algorithm, Epsilon: 1e-9,
-			Suspect: 150 * time.Millisecond}
-		for _, c := range crash {
-			if c == gossip.NodeID(i) {
-				cr := &crasher{tr: tr, after: 10, cancel: cancel}
-				cfg.Injector = func(uint64) gossip.Injector { return cr }
-				nd := joinOne(t, tr, cfg)
-				cr.g = transport.Group{Name: name, ConfigHash: nd.ConfigHash()}
-				nodes[i] = nd
-			}
-		}
-		if nodes[i] == nil {
-			nodes[i] = joinOne(t, tr, cfg)
-		}
+	cfg := aggregate.Config{Group: "crash", Algorithm: algorithm, Epsilon: 1e-9, Suspect: 150 * time.Millisecond}
+	f := livegroup.Faults{Crash: crash, CrashAfter: 10, FlipBit: -1, Kill: func(id gossip.NodeID, nd *aggregate.Node) {
+		tr.Crash(transport.Group{Name: cfg.Group, ConfigHash: nd.ConfigHash()}, id)
+		nd.Close()
+	}}
+	g, err := livegroup.Join(context.Background(), tr, cfg, n, f)
+	require.NoError(t, err)
+	t.Cleanup(g.Close)
+	o := g.Average(timeout(t, 30*time.Second), gossiptest.Inputs(n, 1, 4))
+	for _, c := range crash {
+		assert.Error(t, o.Errs[c], "a crashed node gets no result")
 	}
-	inputs := gossiptest.Inputs(n, 1, 4)
-	res := make([]aggregate.Result, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, nd := range nodes {
-		wg.Add(1)
-		go func() { defer wg.Done(); res[i], errs[i] = nd.Average(ctxs[i], inputs[i]) }()
-	}
-	wg.Wait()
-	var sres []aggregate.Result
-	var serrs []error
-	var sin [][]float64
-	for i := range nodes {
-		dead := false
-		for _, c := range crash {
-			dead = dead || c == gossip.NodeID(i)
-		}
-		if dead {
-			assert.Error(t, errs[i], "a crashed node gets no result")
-			continue
-		}
-		sres = append(sres, res[i])
-		serrs = append(serrs, errs[i])
-		sin = append(sin, inputs[i])
-	}
-	return sres, serrs, sin
+	return o
 }
 
 func joinOne(t *testing.T, tr transport.Transport, cfg aggregate.Config) *aggregate.Node {
@@ -165,16 +116,16 @@ func joinOne(t *testing.T, tr transport.Transport, cfg aggregate.Config) *aggreg
 }
 
 func TestCrashedNodesAreExcluded(t *testing.T) {
-	res, errs, inputs := runWithCrashes(t, 16, "pfcc", []gossip.NodeID{5, 11})
-	requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
-	assert.Equal(t, 14, res[0].Live)
+	o := runWithCrashes(t, 16, "pfcc", []gossip.NodeID{5, 11})
+	requireOK(t, o, 1e-9)
+	assert.Equal(t, 14, o.Results[0].Live)
 }
 
 func TestRootCrash(t *testing.T) {
-	res, errs, inputs := runWithCrashes(t, 16, "pfcc", []gossip.NodeID{0})
-	requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
-	assert.Equal(t, 15, res[0].Live)
-	assert.NotEqual(t, gossip.NodeID(0), res[0].Root, "another member took over")
+	o := runWithCrashes(t, 16, "pfcc", []gossip.NodeID{0})
+	requireOK(t, o, 1e-9)
+	assert.Equal(t, 15, o.Results[1].Live)
+	assert.NotEqual(t, gossip.NodeID(0), o.Results[1].Root, "another member took over")
 }
 
 func TestBitFlipInAFlow(t *testing.T) {
@@ -193,9 +144,9 @@ func TestBitFlipInAFlow(t *testing.T) {
 			nodes[i] = joinOne(t, tr, c)
 		}
 		inputs := gossiptest.Inputs(16, 1, uint64(bit))
-		res, errs := averageAll(timeout(t, 30*time.Second), nodes, inputs)
+		o := averageAll(timeout(t, 30*time.Second), nodes, inputs)
 		require.Len(t, flipper.Flips(), 1, "bit %d: exactly one flip", bit)
-		requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
+		requireOK(t, o, 1e-9)
 	}
 }
 
@@ -231,7 +182,7 @@ func TestMismatchedVectorLengths(t *testing.T) {
 	tr := memory(t, 0, 1)
 	nodes := group(t, tr, 4, aggregate.Config{Group: "len", Epsilon: 1e-9})
 	inputs := [][]float64{{1, 2}, {1, 2}, {1}, {1, 2}}
-	_, errs := averageAll(timeout(t, 5*time.Second), nodes, inputs)
+	errs := averageAll(timeout(t, 5*time.Second), nodes, inputs).Errs
 	mismatched := 0
 	for _, err := range errs {
 		if errors.Is(err, aggregate.ErrGroupMismatch) {
@@ -248,7 +199,7 @@ func TestMismatchedConfigurations(t *testing.T) {
 	tr := memory(t, 0, 1)
 	a := joinOne(t, tr, aggregate.Config{Group: "cfg", ID: 0, Nodes: 2, Epsilon: 1e-9, Suspect: 50 * time.Millisecond})
 	b := joinOne(t, tr, aggregate.Config{Group: "cfg", ID: 1, Nodes: 2, Epsilon: 1e-6, Suspect: 50 * time.Millisecond})
-	_, errs := averageAll(timeout(t, time.Second), []*aggregate.Node{a, b}, [][]float64{{1}, {2}})
+	errs := averageAll(timeout(t, time.Second), []*aggregate.Node{a, b}, [][]float64{{1}, {2}}).Errs
 	for _, err := range errs {
 		assert.ErrorIs(t, err, aggregate.ErrNotConverged)
 		assert.ErrorIs(t, err, aggregate.ErrGroupMismatch)

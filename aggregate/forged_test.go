@@ -68,10 +68,10 @@ func TestForgedMessagesAreDroppedAndCounted(t *testing.T) {
 	})
 	<-started
 	inputs := gossiptest.Inputs(n, 1, 5)
-	res, errs := averageAll(timeout(t, 20*time.Second), nodes, inputs)
+	o := averageAll(timeout(t, 20*time.Second), nodes, inputs)
 	cancel()
 	wg.Wait()
-	requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
+	requireOK(t, o, 1e-9)
 	st := tr.Stats()
 	t.Logf("%d forged messages injected; transport counts: forged %d, malformed %d, foreign %d", forged, st.Forged, st.Malformed, st.Foreign)
 	assert.Greater(t, forged, 300)

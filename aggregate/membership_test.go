@@ -211,6 +211,6 @@ func TestDuplicateIdentityRefused(t *testing.T) {
 
 	opCtx, opCancel := context.WithTimeout(ctx, 5*time.Second)
 	defer opCancel()
-	_, errs := averageAll(opCtx, nodes, [][]float64{{1}, {2}, {3}})
+	errs := averageAll(opCtx, nodes, [][]float64{{1}, {2}, {3}}).Errs
 	assert.ErrorIs(t, errs[1], transport.ErrDuplicateID, "the member whose identity was claimed")
 }

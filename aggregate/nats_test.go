@@ -28,9 +28,9 @@ func TestOverEmbeddedNATS(t *testing.T) {
 	nodes := group(t, tr, 16, aggregate.Config{Group: "nats", Topology: "hypercube", Epsilon: 1e-9})
 	for op := range 3 {
 		inputs := gossiptest.Inputs(16, 2, uint64(op))
-		res, errs := averageAll(ctx, nodes, inputs)
-		requireAgreement(t, res, errs, exactAverage(t, inputs), 1e-9)
-		assert.Equal(t, uint64(op+1), res[0].Epoch)
+		o := averageAll(ctx, nodes, inputs)
+		requireOK(t, o, 1e-9)
+		assert.Equal(t, uint64(op+1), o.Results[0].Epoch)
 	}
 	assert.Zero(t, tr.Stats().Foreign)
 	assert.Zero(t, tr.Stats().Malformed)

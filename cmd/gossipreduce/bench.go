@@ -8,6 +8,7 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/algo"
+	"github.com/gossipreduce/gossipreduce/internal/livegroup"
 	"github.com/gossipreduce/gossipreduce/transport"
 )
 
@@ -94,17 +95,17 @@ func runBench(ctx context.Context, args []string, out *stdio) error {
 		for a, name := range names {
 			cfg := aggregate.Config{Group: fmt.Sprintf("bench-%d-%s-%d", s, name, r), Prefix: nf.prefix, Algorithm: name,
 				Topology: *topo, Epsilon: *eps, Seed: s + uint64(r)}
-			res, err := runGroup(ctx, net.tr, cfg, inputs, faults{flipBit: -1}, *timeout)
+			res, err := runGroup(ctx, net.tr, cfg, inputs, livegroup.None, *timeout)
 			if err != nil {
 				return err
 			}
-			v := res.check()
-			if v.err != nil {
+			v := res.Check()
+			if v.Err != nil {
 				rows[a].Failed++
 				continue
 			}
-			secs[a] = append(secs[a], res.seconds)
-			msgs[a] += float64(v.total) / float64(*nodes)
+			secs[a] = append(secs[a], res.Seconds)
+			msgs[a] += float64(v.Total) / float64(*nodes)
 		}
 		prog.update(r+1, *runs)
 		if ctx.Err() != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/internal/livegroup"
 	"github.com/gossipreduce/gossipreduce/member"
 	"github.com/gossipreduce/gossipreduce/member/simnet"
 	"github.com/gossipreduce/gossipreduce/transport"
@@ -83,15 +84,15 @@ func liveCase(ctx context.Context, cfg liveChaosConfig, cs uint64, res *chaosOut
 		loss = []float64{0.01, 0.05, 0.2}[rng.IntN(3)]
 		note("loss %g", loss)
 	}
-	f := faults{flipBit: -1, crashAfter: 5 + rng.IntN(60)}
+	f := livegroup.Faults{FlipBit: -1, CrashAfter: 5 + rng.IntN(60)}
 	if has("crash") && n > 4 {
-		f.crash = append(f.crash, gossip.NodeID(1+rng.IntN(n-1)))
+		f.Crash = append(f.Crash, gossip.NodeID(1+rng.IntN(n-1)))
 	}
 	if has("root-crash") {
-		f.crash = append(f.crash, 0)
+		f.Crash = append(f.Crash, 0)
 	}
-	if len(f.crash) > 0 {
-		note("members %v leave after %d messages", f.crash, f.crashAfter)
+	if len(f.Crash) > 0 {
+		note("members %v leave after %d messages", f.Crash, f.CrashAfter)
 	}
 	inputs := drawChaosInputs(rng, n)
 	tmpl := aggregate.Config{Group: fmt.Sprintf("chaos%d", cs), Prefix: cfg.prefix, Algorithm: cfg.algo, Seed: cs, Suspect: 300 * time.Millisecond}
@@ -143,12 +144,12 @@ func liveCase(ctx context.Context, cfg liveChaosConfig, cs uint64, res *chaosOut
 	}
 	defer cn.close()
 
-	check := func(o *liveOutcome, inputs [][]float64, schedule string) {
+	check := func(o *livegroup.Outcome, inputs [][]float64, schedule string) {
 		outs := map[gossip.NodeID]member.Outcome{}
 		failed := 0
 		for j := range n {
-			outs[gossip.NodeID(j)] = member.Outcome{Result: o.results[j], Err: o.errs[j]}
-			if o.errs[j] != nil {
+			outs[gossip.NodeID(j)] = member.Outcome{Result: o.Results[j], Err: o.Errs[j]}
+			if o.Errs[j] != nil {
 				failed++
 			}
 		}
@@ -255,11 +256,11 @@ func drawChaosInputs(rng *rand.Rand, n int) [][]float64 {
 // a restarted deployment, in bursts when the members have sent at
 // messages.
 type replayPlan struct {
-	inputs [][]float64  // of the recorded operation
-	at     []int        // burst points, in messages sent by a member
-	first  *liveOutcome // the recorded operation's outcome
-	rec    []rawMessage // its traffic
-	probe  []bool       // which messages of rec are session probes or claims
+	inputs [][]float64        // of the recorded operation
+	at     []int              // burst points, in messages sent by a member
+	first  *livegroup.Outcome // the recorded operation's outcome
+	rec    []rawMessage       // its traffic
+	probe  []bool             // which messages of rec are session probes or claims
 
 	bursts, injected, probes atomic.Int64
 }
@@ -277,7 +278,7 @@ func (rp *replayPlan) record(ctx context.Context, cn chaosNet, tmpl aggregate.Co
 		stop()
 		return err
 	}
-	o, err := runGroup(ctx, tr, tmpl, rp.inputs, faults{flipBit: -1}, liveOpTimeout)
+	o, err := runGroup(ctx, tr, tmpl, rp.inputs, livegroup.None, liveOpTimeout)
 	tr.Close() // flushes what the members sent
 	rp.rec = stop()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/internal/livegroup"
 	"github.com/gossipreduce/gossipreduce/transport"
 )
 
@@ -101,7 +102,7 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 		return err
 	}
 	fmt.Fprintf(out.Stdout, "node %d of %s: %s = %v\n", o.ID, o.Group, op, o.Result)
-	fmt.Fprintf(out.Stdout, "  covers    %s\n", coverage(*o.Live, o.Nodes, o.Absent))
+	fmt.Fprintf(out.Stdout, "  covers    %s\n", livegroup.Coverage(*o.Live, o.Nodes, o.Absent))
 	fmt.Fprintf(out.Stdout, "  epoch %d, root %d, %d messages, %.4f s\n", o.Epoch, *o.Root, o.Messages, o.Seconds)
 	fmt.Fprintf(out.Stdout, "  dropped   %v\n", o.dropCounts)
 	return nil
@@ -162,24 +163,6 @@ func nonNilIDs(ids []gossip.NodeID) []gossip.NodeID {
 }
 
 // coverage describes the members a result covers: "7 of 8 members live,
-// absent 3".
-func coverage(live, nodes int, absent []gossip.NodeID) string {
-	s := fmt.Sprintf("%d of %d members live", live, nodes)
-	if len(absent) == 0 {
-		return s + ", none absent"
-	}
-	return s + ", absent " + idList(absent)
-}
-
-// idList formats member ids as "1 3 5".
-func idList(ids []gossip.NodeID) string {
-	f := make([]string, len(ids))
-	for i, id := range ids {
-		f[i] = id.String()
-	}
-	return strings.Join(f, " ")
-}
-
 // parseVector reads "1.5,2,-3" into finite float64s.
 func parseVector(s string) ([]float64, error) {
 	var v []float64

@@ -13,6 +13,7 @@ import (
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/internal/livegroup"
 	"github.com/gossipreduce/gossipreduce/sdc"
 	"github.com/gossipreduce/gossipreduce/transport"
 )
@@ -195,16 +196,16 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 	for i := range *runs {
 		rs := s + uint64(i)
 		r := rand.New(rand.NewPCG(rs, 0xfa17))
-		var f faults
-		f.flipBit, f.flipTarget, f.flipAfter, f.flipRate = *flipBit, target, *flipAfter, *flipRate
-		f.crashAfter = *crashAfter
+		var f livegroup.Faults
+		f.FlipBit, f.FlipTarget, f.FlipAfter, f.FlipRate = *flipBit, target, *flipAfter, *flipRate
+		f.CrashAfter = *crashAfter
 		if *crashRoot {
-			f.crash = append(f.crash, 0)
+			f.Crash = append(f.Crash, 0)
 		}
 		for _, v := range r.Perm(*nodes - 1)[:*crash] {
-			f.crash = append(f.crash, gossip.NodeID(v+1))
+			f.Crash = append(f.Crash, gossip.NodeID(v+1))
 		}
-		f.flipNode = gossip.NodeID(r.IntN(*nodes))
+		f.FlipNode = gossip.NodeID(r.IntN(*nodes))
 		cfg := tmpl
 		cfg.Group = fmt.Sprintf("run-%d-%d", s, i)
 		cfg.Seed = rs
@@ -221,46 +222,46 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 			}
 			break
 		}
-		v := res.check()
+		v := res.Check()
 		pr := runCoverage{Run: i, Seed: rs}
-		if v.err != nil {
+		if v.Err != nil {
 			o.Failed++
-			pr.Error = v.err.Error()
+			pr.Error = v.Err.Error()
 			if firstErr == nil {
-				firstErr = fmt.Errorf("run %d (seed %d): %w", i, rs, v.err)
+				firstErr = fmt.Errorf("run %d (seed %d): %w", i, rs, v.Err)
 			}
 		}
-		if v.results > 0 {
-			pr.Live, pr.Absent = &v.live, nonNilIDs(v.absent)
+		if v.Results > 0 {
+			pr.Live, pr.Absent = &v.Live, nonNilIDs(v.Absent)
 			// Until now every run with a result covered the same members
 			// (else CoverageDiffers is set already): liveMin and absent
 			// are theirs.
-			if covered && (v.live != liveMin || len(v.absent) != len(absent)) {
+			if covered && (v.Live != liveMin || len(v.Absent) != len(absent)) {
 				o.CoverageDiffers = true
 			}
-			for _, a := range v.absent {
+			for _, a := range v.Absent {
 				if covered && !absent[a] {
 					o.CoverageDiffers = true
 				}
 				absent[a] = true
 			}
-			liveMin, covered = min(liveMin, v.live), true
-			identical = identical && v.identical
-			if v.worst > worst || math.IsNaN(v.worst) {
-				worst = v.worst
+			liveMin, covered = min(liveMin, v.Live), true
+			identical = identical && v.Identical
+			if v.Worst > worst || math.IsNaN(v.Worst) {
+				worst = v.Worst
 			}
-			if v.err == nil && !(v.worst <= *eps) {
+			if v.Err == nil && !(v.Worst <= *eps) {
 				o.WorseThanEps++
 			}
-			o.Result, o.Exact = v.value, v.exact
+			o.Result, o.Exact = v.Value, v.Exact
 		}
 		o.PerRun = append(o.PerRun, pr)
-		messages += v.total
-		o.MaxMsgs = max(o.MaxMsgs, v.most)
-		o.Flips += res.flips
-		o.Excluded += res.excluded
-		secs = append(secs, res.seconds)
-		o.SecondsMax = max(o.SecondsMax, res.seconds)
+		messages += v.Total
+		o.MaxMsgs = max(o.MaxMsgs, v.Most)
+		o.Flips += res.Flips
+		o.Excluded += res.Excluded
+		secs = append(secs, res.Seconds)
+		o.SecondsMax = max(o.SecondsMax, res.Seconds)
 		if *runs > 1 {
 			prog.update(i+1, *runs)
 		}
@@ -351,7 +352,7 @@ func printRun(out *stdio, o runOutput) {
 // run's (up to a screenful).
 func printCoverage(w io.Writer, o runOutput) {
 	if !o.CoverageDiffers {
-		fmt.Fprintf(w, "  covers          %s\n", coverage(*o.Live, o.Nodes, o.Absent))
+		fmt.Fprintf(w, "  covers          %s\n", livegroup.Coverage(*o.Live, o.Nodes, o.Absent))
 		return
 	}
 	most := *o.Live
@@ -364,7 +365,7 @@ func printCoverage(w io.Writer, o runOutput) {
 	if most != *o.Live {
 		live = fmt.Sprintf("%d to %d", *o.Live, most)
 	}
-	fmt.Fprintf(w, "  covers          runs differ: %s of %d members live; absent in some run: %s\n", live, o.Nodes, idList(o.Absent))
+	fmt.Fprintf(w, "  covers          runs differ: %s of %d members live; absent in some run: %s\n", live, o.Nodes, livegroup.IDList(o.Absent))
 	const lines = 10
 	shown := 0
 	for _, r := range o.PerRun {
@@ -375,7 +376,7 @@ func printCoverage(w io.Writer, o runOutput) {
 			fmt.Fprintf(w, "                  … (every run in --json)\n")
 			break
 		}
-		fmt.Fprintf(w, "    run %-4d      %s\n", r.Run, coverage(*r.Live, o.Nodes, r.Absent))
+		fmt.Fprintf(w, "    run %-4d      %s\n", r.Run, livegroup.Coverage(*r.Live, o.Nodes, r.Absent))
 		shown++
 	}
 }
