@@ -80,9 +80,7 @@ func ExampleNode() {
 				continue
 			}
 			out = n.Poll(now, out[:0])
-			for _, m := range out {
-				inbox[now+4] = append(inbox[now+4], m)
-			}
+			inbox[now+4] = append(inbox[now+4], out...)
 			got = n.Deliveries(got[:0])
 			delivered += len(got)
 		}

@@ -103,10 +103,10 @@ func TestWordNamesAndPayloadLayout(t *testing.T) {
 	assert.Equal(t, "flow[3].checksum", gossip.Word{Place: gossip.PlaceFlow, Peer: 3, Part: gossip.PartChecksum}.Name())
 	assert.Equal(t, "flow[3]#1.value[0]", gossip.Word{Place: gossip.PlaceFlow, Peer: 3, Slot: 1}.Name())
 
-	p, c, ok := gossip.PayloadPart(gossip.KindCheckedFlow, 2, 3)
+	p, _, ok := gossip.PayloadPart(gossip.KindCheckedFlow, 2, 3)
 	assert.True(t, ok)
 	assert.Equal(t, gossip.PartChecksum, p)
-	p, c, ok = gossip.PayloadPart(gossip.KindCancelFlow, 2, 4)
+	p, c, ok := gossip.PayloadPart(gossip.KindCancelFlow, 2, 4)
 	assert.True(t, ok)
 	assert.Equal(t, gossip.PartValue, p)
 	assert.Equal(t, 1, c)

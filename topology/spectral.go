@@ -227,9 +227,9 @@ func ClosedForm(g Graph) (s Spectral, ok bool) {
 		}
 		gap = 1 / float64(t.d)
 	case *TorusGraph:
-		gap, ok = torusGap(t.sides)
+		gap = torusGap(t.sides)
 	case *RingGraph:
-		gap, ok = torusGap([]int{t.n})
+		gap = torusGap([]int{t.n})
 	default:
 		return Spectral{}, false
 	}
@@ -239,8 +239,9 @@ func ClosedForm(g Graph) (s Spectral, ok bool) {
 	return Spectral{Lambda2: 1 - gap, Gap: gap, Method: MethodClosedForm}, true
 }
 
-// torusGap returns the spectral gap of the torus with the given sides.
-func torusGap(sides []int) (float64, bool) {
+// torusGap returns the spectral gap of the torus with the given sides, 0
+// for one without edges.
+func torusGap(sides []int) float64 {
 	deg, minGap := 0, math.Inf(1)
 	for _, s := range sides {
 		switch {
@@ -255,9 +256,9 @@ func torusGap(sides []int) (float64, bool) {
 		}
 	}
 	if deg == 0 {
-		return 0, false
+		return 0
 	}
-	return minGap / float64(2*deg), true
+	return minGap / float64(2*deg)
 }
 
 // Analyze returns ClosedForm(g) when there is a closed form and
