@@ -5,7 +5,7 @@
 //
 //	gossipreduce <verb> [flags]
 //
-// Run "gossipreduce help" for the verbs and "gossipreduce <verb> -h" for a
+// Run "gossipreduce help" for the verbs and "gossipreduce help <verb>" for a
 // verb's flags. Every verb accepts --json and then prints one JSON object
 // instead of text. Every random run prints its seed; --seed replays it.
 package main
@@ -18,6 +18,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -62,7 +64,21 @@ func main() {
 // run executes one command line and returns the process exit status: 0 on
 // success, 1 when the work failed, 2 when the command line was wrong.
 func run(ctx context.Context, args []string, out *stdio) int {
+	if len(args) == 2 && args[0] == "help" {
+		if _, ok := verbs[args[1]]; ok {
+			args = []string{args[1], "-h"} // "help run" is "run -h"
+		}
+	}
+	if len(args) > 0 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(out.Stdout, version())
+		return 0
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) == 2 {
+			fmt.Fprintf(out.Stderr, "gossipreduce: unknown verb %q\n\n", args[1])
+			printHelp(out.Stderr)
+			return 2
+		}
 		printHelp(out.Stderr)
 		if len(args) == 0 {
 			return 2
@@ -90,8 +106,34 @@ func run(ctx context.Context, args []string, out *stdio) int {
 	}
 }
 
+// version names the build: the module version (or "(devel)" for a build
+// from a work tree), the VCS revision when the build recorded one, and the
+// Go release.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "gossipreduce (no build information) " + runtime.Version()
+	}
+	v := "gossipreduce " + bi.Main.Version
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += " " + rev[:min(12, len(rev))] + modified
+	}
+	return v + " " + bi.GoVersion
+}
+
 func printHelp(w io.Writer) {
-	fmt.Fprintln(w, "usage: gossipreduce <verb> [flags]   (gossipreduce <verb> -h for its flags)")
+	fmt.Fprintln(w, "usage: gossipreduce <verb> [flags]   (gossipreduce help <verb> for its flags; gossipreduce --version)")
 	fmt.Fprintln(w, "\nverbs:")
 	names := make([]string, 0, len(verbs))
 	for n := range verbs {
@@ -108,7 +150,30 @@ func printHelp(w io.Writer) {
 func newFlags(name string, out *stdio) *flag.FlagSet {
 	fs := flag.NewFlagSet("gossipreduce "+name, flag.ContinueOnError)
 	fs.SetOutput(out.Stderr)
+	fs.Usage = func() { printFlags(fs, name, out.Stderr) }
 	return fs
+}
+
+// printFlags is a verb's help: its flags as the README writes them
+// (--name), in the layout of flag.PrintDefaults.
+func printFlags(fs *flag.FlagSet, name string, w io.Writer) {
+	summary := ""
+	if v, ok := verbs[name]; ok {
+		summary = ": " + v.summary
+	}
+	fmt.Fprintf(w, "usage: gossipreduce %s [flags]%s\n\nflags:\n", name, summary)
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if kind != "" {
+			line += " " + kind
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			line += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w, line)
+	})
 }
 
 // parseFlags parses args, turning flag errors into usage errors and
