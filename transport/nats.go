@@ -156,17 +156,24 @@ func Connect(ctx context.Context, urls []string, opts NATSOptions) (*NATS, error
 			return nil, fmt.Errorf("transport: %w: empty NATS server URL", gossip.ErrInvalidConfig)
 		}
 	}
-	if len(opts.Key) == 0 {
+	t, err := connect(ctx, strings.Join(urls, ","), nil, opts)
+	if err == nil && len(opts.Key) == 0 {
 		// A server others can publish on, without a key: say so, even to
-		// a caller who gave no logger.
+		// a caller who gave no logger (once connected, so that a caller
+		// retrying a server that is not up yet is told once).
 		log := opts.Logger
 		if log == nil {
 			log = slog.Default()
 		}
-		log.Warn("transport: no group key: any client of the NATS server can forge or replay this group's messages; set Options.Key", "url", redact(strings.Join(urls, ",")))
+		log.Warn(NoKeyWarning, "url", redact(strings.Join(urls, ",")))
 	}
-	return connect(ctx, strings.Join(urls, ","), nil, opts)
+	return t, err
 }
+
+// NoKeyWarning is the message Connect logs at level Warn when it connects
+// without a group key, so that a program that warns in its own words can
+// filter it out.
+const NoKeyWarning = "transport: no group key: any client of the NATS server can forge or replay this group's messages; set Options.Key"
 
 // connect dials url, or the in-process server when inProcess is set.
 func connect(ctx context.Context, url string, inProcess nats.InProcessConnProvider, opts NATSOptions) (*NATS, error) {

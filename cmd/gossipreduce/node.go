@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/internal/livegroup"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/nats-io/nats.go"
 )
 
 func init() {
@@ -111,7 +113,10 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 // joinAndReduce connects, joins the group and runs the node's one
 // operation, filling in o what it learns, also when it fails.
 func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []string, cfg aggregate.Config, vec []float64, sum bool, timeout time.Duration) error {
-	opts, err := nf.options(transport.Options{})
+	// The transport's own logs (a lost connection, a reconnection) go to
+	// stderr; its warning about a missing key is the one this command
+	// gives in its own words.
+	opts, err := nf.options(transport.Options{Logger: slog.New(withoutNoKeyWarning{slog.Default().Handler()})})
 	if err != nil {
 		return err
 	}
@@ -121,6 +126,9 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []str
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tr, err := connectRetry(ctx, urls, opts)
+	if errors.Is(err, nats.ErrNoServers) {
+		return fmt.Errorf("%w (no NATS server answered within --timeout %v: start one with `gossipreduce server --port 4222`, or point --nats at yours)", err, timeout)
+	}
 	if err != nil {
 		return err
 	}
@@ -177,4 +185,22 @@ func parseVector(s string) ([]float64, error) {
 		return nil, usagef("--value %q: %v", s, err)
 	}
 	return v, nil
+}
+
+// withoutNoKeyWarning drops transport.NoKeyWarning from a handler's records.
+type withoutNoKeyWarning struct{ slog.Handler }
+
+func (h withoutNoKeyWarning) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == transport.NoKeyWarning {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h withoutNoKeyWarning) WithAttrs(as []slog.Attr) slog.Handler {
+	return withoutNoKeyWarning{h.Handler.WithAttrs(as)}
+}
+
+func (h withoutNoKeyWarning) WithGroup(name string) slog.Handler {
+	return withoutNoKeyWarning{h.Handler.WithGroup(name)}
 }
