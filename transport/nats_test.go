@@ -1,11 +1,14 @@
 package transport_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"net/url"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -300,4 +303,23 @@ func TestTokenToOpenServer(t *testing.T) {
 		require.NoError(t, err, "in process: %v", inProcess)
 		require.NoError(t, tr.Close())
 	}
+}
+
+// TestNoKeyWarning: Connect without a group key warns once it is connected,
+// not for an attempt that failed; with a key it does not warn.
+func TestNoKeyWarning(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	_, err := transport.Connect(testCtx(t), []string{"nats://127.0.0.1:1"}, transport.NATSOptions{Options: transport.Options{Logger: log}, ConnectTimeout: patience})
+	require.Error(t, err)
+	assert.NotContains(t, buf.String(), "no group key", "no warning for a connection that failed")
+
+	srv := startServer(t, transport.EmbeddedOptions{})
+	tr := connect(t, []string{srv.ClientURL()}, transport.NATSOptions{Options: transport.Options{Logger: log}})
+	require.NotNil(t, tr)
+	assert.Equal(t, 1, strings.Count(buf.String(), "no group key"))
+
+	buf.Reset()
+	connect(t, []string{srv.ClientURL()}, transport.NATSOptions{Options: transport.Options{Logger: log, Key: bytes.Repeat([]byte{7}, 32)}})
+	assert.NotContains(t, buf.String(), "no group key")
 }
