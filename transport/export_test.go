@@ -24,3 +24,7 @@ func WithClaimWait(o Options, d time.Duration) Options {
 
 // IncarnationOf returns the incarnation of an endpoint of this package.
 func IncarnationOf(ep Endpoint) uint64 { return ep.(*endpoint).inc }
+
+// RetryFlush is retryFlush, for tests of a flush the server's departure
+// interrupts (which a real server cannot be made to do on cue).
+var RetryFlush = retryFlush

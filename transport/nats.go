@@ -351,7 +351,7 @@ func (t *NATS) Open(ctx context.Context, g Group, id gossip.NodeID) (Endpoint, e
 		_ = e.Close()
 		return nil, fmt.Errorf("transport: claim %s: %w", e.subject, err)
 	}
-	if err := t.flush(ctx); err != nil {
+	if err := t.flushThroughReconnect(ctx); err != nil {
 		_ = e.Close()
 		return nil, fmt.Errorf("transport: subscribe %s: %w", e.subject, err)
 	}
@@ -388,6 +388,43 @@ func (t *NATS) Close() error {
 	})
 	return t.closeErr
 }
+
+// flushThroughReconnect flushes, and when the server went away meanwhile
+// (nats.go fails a pending flush when the connection drops, with the
+// error of a closed connection, although it is reconnecting) flushes again
+// once the connection is back, until ctx ends (without a deadline, for the
+// close timeout): a member joining while its server restarts joins once it
+// is back. nats.go restores the
+// subscription and sends what was published meanwhile on reconnecting.
+func (t *NATS) flushThroughReconnect(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		// Without a deadline, as long as one flush may take.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.closeTimeout)
+		defer cancel()
+	}
+	return retryFlush(ctx, t.flush, t.nc.IsClosed)
+}
+
+// retryFlush calls flush until it succeeds, the connection is closed for
+// good or ctx ends, pausing reconnectPoll between attempts.
+func retryFlush(ctx context.Context, flush func(context.Context) error, closed func() bool) error {
+	for {
+		err := flush(ctx)
+		if err == nil || closed() || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (while the connection was down: %w)", ctx.Err(), err)
+		case <-time.After(reconnectPoll):
+		}
+	}
+}
+
+// reconnectPoll is how often flushThroughReconnect looks whether the
+// connection is back.
+const reconnectPoll = 20 * time.Millisecond
 
 func (t *NATS) flush(ctx context.Context) error {
 	if _, ok := ctx.Deadline(); !ok {

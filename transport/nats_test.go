@@ -221,6 +221,60 @@ func TestReconnect(t *testing.T) {
 	pingPong(t, eps[0], eps[1], 3)
 }
 
+// TestOpenWhileReconnecting: a node opened while the server is away (the
+// connection reconnecting) is opened once the server is back, within the
+// context, rather than failing at once.
+func TestOpenWhileReconnecting(t *testing.T) {
+	first, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{})
+	require.NoError(t, err)
+	port := portOf(t, first)
+	tr := connect(t, []string{first.ClientURL()}, transport.NATSOptions{ReconnectWait: 20 * time.Millisecond})
+	g := transport.Group{Name: "rejoin"}
+	eps := openNodes(t, tr, g, 1)
+
+	first.Shutdown()
+	eventually(t, func() bool { return !eps[0].Online() }, "offline")
+	opened := make(chan error, 1)
+	var ep transport.Endpoint
+	go func() {
+		var err error
+		ep, err = tr.Open(testCtx(t), g, 1)
+		opened <- err
+	}()
+	startServer(t, transport.EmbeddedOptions{Port: port})
+	require.NoError(t, <-opened)
+	t.Cleanup(func() { ep.Close() })
+	pingPong(t, eps[0], ep, 5)
+}
+
+// TestRetryFlush: a flush the server's departure cut short (nats.go reports
+// a closed connection then, although it is reconnecting) is tried again
+// until it succeeds; one on a connection closed for good, or past the
+// context, is not.
+func TestRetryFlush(t *testing.T) {
+	calls := 0
+	flaky := func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return nats.ErrConnectionClosed
+		}
+		return nil
+	}
+	require.NoError(t, transport.RetryFlush(testCtx(t), flaky, func() bool { return false }))
+	assert.Equal(t, 3, calls)
+
+	calls = 0
+	err := transport.RetryFlush(testCtx(t), flaky, func() bool { return true })
+	assert.ErrorIs(t, err, nats.ErrConnectionClosed, "closed for good: no retry")
+	assert.Equal(t, 1, calls)
+
+	ctx, cancel := context.WithTimeout(testCtx(t), 50*time.Millisecond)
+	defer cancel()
+	err = transport.RetryFlush(ctx, func(context.Context) error { return nats.ErrConnectionClosed }, func() bool { return false })
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, nats.ErrConnectionClosed)
+}
+
 // TestCloseWhileDisconnected: with the server gone, Close neither waits for
 // a confirmation that cannot come nor reports an error.
 func TestCloseWhileDisconnected(t *testing.T) {
