@@ -170,8 +170,8 @@ func (d *driver) flush() {
 	d.n.setStats(d.m.Stats())
 	if at, ok := d.m.Wake(); ok {
 		wait := max(at-d.now(), 0)
-		if !d.n.ep.Online() {
-			wait = max(wait, d.n.r.Tick) // poll, rather than spin, until it is back
+		if wait < d.n.r.Tick && !d.n.ep.Online() {
+			wait = d.n.r.Tick // poll, rather than spin, until it is back
 		}
 		d.timer.Reset(wait)
 	}

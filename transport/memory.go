@@ -145,11 +145,14 @@ func (t *Memory) Inject(subject string, raw []byte) bool {
 }
 
 func (t *Memory) publish(from *endpoint, to gossip.NodeID, raw []byte) error {
-	if t.isCrashed(from.subject) {
+	t.mu.Lock()
+	crashed, down := t.crashed[from.subject], t.outage
+	t.mu.Unlock()
+	switch {
+	case crashed:
 		countCrashed(from, raw)
 		return nil
-	}
-	if !t.online() {
+	case down:
 		if !isHandshake(raw) {
 			from.count(cLost)
 		}

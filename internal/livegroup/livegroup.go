@@ -66,7 +66,7 @@ func Join(ctx context.Context, tr transport.Transport, tmpl aggregate.Config, n 
 	for i := range cfgs {
 		cfg := tmpl
 		cfg.ID, cfg.Nodes = gossip.NodeID(i), n
-		var injs Injectors
+		var injs injectors
 		if g.crashing[cfg.ID] {
 			kill := f.Kill
 			if kill == nil {
@@ -303,18 +303,16 @@ func (c *crashInjector) InjectState(p gossip.InjectPoint, _ gossip.Machine) {
 	}
 }
 
-// Injectors applies several injectors in order.
-type Injectors []gossip.Injector
+// injectors applies several injectors in order.
+type injectors []gossip.Injector
 
-// InjectMessage implements gossip.Injector.
-func (c Injectors) InjectMessage(p gossip.InjectPoint, m *gossip.Message) {
+func (c injectors) InjectMessage(p gossip.InjectPoint, m *gossip.Message) {
 	for _, i := range c {
 		i.InjectMessage(p, m)
 	}
 }
 
-// InjectState implements gossip.Injector.
-func (c Injectors) InjectState(p gossip.InjectPoint, m gossip.Machine) {
+func (c injectors) InjectState(p gossip.InjectPoint, m gossip.Machine) {
 	for _, i := range c {
 		i.InjectState(p, m)
 	}
