@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gossipreduce/gossipreduce/central"
+	"github.com/gossipreduce/gossipreduce/exchange"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/pfcc"
 	"github.com/gossipreduce/gossipreduce/pflc"
@@ -42,6 +43,8 @@ var specs = []Spec{
 		New: func(c gossip.Config) (gossip.Machine, error) { return central.New(c) }},
 	{Name: "rdb", Summary: "recursive doubling, any N (thesis Algorithm 1, MPICH fold)", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return rdb.New(c) }},
+	{Name: "exchange", Summary: "dimension exchange: rdb's schedule with hashes, stored messages and resends (loss and flips repaired)", Finite: true, Ticked: true,
+		New: func(c gossip.Config) (gossip.Machine, error) { return exchange.New(c) }},
 	{Name: "pf", Summary: "Push-Flow with acknowledged flows (thesis Algorithm 3, concurrent messages fixed)",
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushflow.New(c) }},
 	{Name: "pf-published", Summary: "Push-Flow exactly as Algorithm 3 (concurrent messages break conservation)",

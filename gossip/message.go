@@ -26,6 +26,7 @@ const (
 	KindBroadcast               // result broadcast (package broadcast); Tag is scheme specific
 	KindControl                 // runtime control traffic (termination, membership)
 	KindCentral                 // central gather-and-publish baseline: payload x…, w; Tag 0 = value, 1 = result
+	KindExchange                // dimension exchange (package exchange): payload x…, w, h, h; Tag is the step and flags
 	kindLimit
 )
 
@@ -39,6 +40,7 @@ var kindNames = [...]string{
 	KindBroadcast:   "broadcast",
 	KindControl:     "control",
 	KindCentral:     "central",
+	KindExchange:    "exchange",
 }
 
 // String returns the kind's name, or "kind(N)" for an unknown number.

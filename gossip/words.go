@@ -90,8 +90,9 @@ func (w Word) Name() string {
 
 // PayloadPart tells which part of a message of kind k with n value
 // components the payload word at index i is. The layouts are: x…, w for
-// push, flow and rdb; x…, w, c for checked flows; two flows x…, w one after
-// the other for cancel flows. ok is false for an index outside the layout
+// push, flow and rdb; x…, w, c for checked flows; x…, w and two words of
+// hash (both checksum parts) for exchange; two flows x…, w one after the
+// other for cancel flows. ok is false for an index outside the layout
 // or a kind without one.
 func PayloadPart(k Kind, n, i int) (part Part, component int, ok bool) {
 	if n < 1 || i < 0 {
@@ -107,6 +108,13 @@ func PayloadPart(k Kind, n, i int) (part Part, component int, ok bool) {
 			return PartChecksum, 0, true
 		}
 		if i > n+1 {
+			return 0, 0, false
+		}
+	case KindExchange:
+		if i == n+1 || i == n+2 {
+			return PartChecksum, 0, true
+		}
+		if i > n+2 {
 			return 0, 0, false
 		}
 	case KindCancelFlow:

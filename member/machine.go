@@ -346,7 +346,9 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 		m.finish(now, Result{}, fmt.Errorf("member: %w", err))
 		return nil
 	}
-	if !r.Algorithm.Finite {
+	if r.Algorithm.Finite {
+		o.lastHeard = now // partners get Suspect to be heard from (see tickOp)
+	} else {
 		o.cert = newCertificate(r.n, int(r.ID), r.need, r.theta)
 		for k := range r.Graph.Degree(r.ID) {
 			o.heard[r.Graph.Neighbor(r.ID, k)] = now
@@ -471,12 +473,18 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		o.heard[msg.From] = now
 		o.lastHeard = now
 		o.ever[msg.From] = true
+	} else if o.cert == nil && !o.done {
+		o.lastHeard = now // a finite algorithm hears from its partners only
 	}
 	if msg.Kind == gossip.KindControl {
 		m.onControl(now, o, msg)
 		return
 	}
 	if o.done {
+		if m.r.Algorithm.Finite && o.m != nil && o.abort == nil {
+			m.answerFinished(now, o, msg)
+			return
+		}
 		m.answerLate(now, o, msg.From)
 		return
 	}
@@ -833,6 +841,27 @@ func (m *Machine) answerLate(now time.Duration, o *op, to gossip.NodeID) {
 	case o.result != nil:
 		m.tell(now, o, to, uint64(o.root), slices.Clone(o.result))
 	}
+}
+
+// answerFinished hands a message of a finished operation to its finite
+// machine, which may answer from what it stored: package exchange sends its
+// step message again to a partner that lost it, after it has its own
+// result. The machine refuses anything else (rdb refuses everything late),
+// and what it refuses is dropped and counted.
+func (m *Machine) answerFinished(now time.Duration, o *op, msg gossip.Message) {
+	out, err := o.m.Step(msg, m.scratch[:0])
+	if err != nil {
+		m.reject("machine", msg, err)
+	}
+	for i := range out {
+		a := out[i]
+		if o.inj != nil {
+			o.inj.InjectMessage(m.point(now, o), &a)
+		}
+		o.sent++
+		m.send(a)
+	}
+	m.scratch = out[:0]
 }
 
 // tell sends a control message at most once per Suspect/8 to each member,

@@ -34,22 +34,22 @@ type Machine struct {
 	id      gossip.NodeID
 	n       int
 	epoch   uint64
-	plan    []stepPlan // what this node does, in order
-	next    int        // index into plan of the step under way
+	plan    []Step // what this node does, in order
+	next    int    // index into plan of the step under way
 	started bool
 	y       []float64 // partial sum of values, then the weight
 	pending map[uint64][]float64
 	final   bool
 }
 
-// A stepPlan is one step of this node: send the partial to a peer, receive
-// one from a peer, or both (an exchange). Tags number the steps globally so a
-// message names the step it belongs to.
-type stepPlan struct {
-	tag      uint64
-	sendTo   int // -1: no send
-	recvFrom int // -1: no receive
-	replace  bool
+// A Step is one step of a node's schedule: send the partial to a peer,
+// receive one from a peer, or both (an exchange). Tags number the steps
+// globally, below 1<<21, so a message names the step it belongs to.
+type Step struct {
+	Tag      uint64
+	SendTo   int  // -1: no send
+	RecvFrom int  // -1: no receive
+	Replace  bool // the received partial replaces this node's (the fold-out)
 }
 
 const (
@@ -71,28 +71,30 @@ func New(cfg gossip.Config) (*Machine, error) {
 		id:      cfg.ID,
 		n:       n,
 		epoch:   cfg.Epoch,
-		plan:    schedule(int(cfg.ID), n),
+		plan:    Schedule(int(cfg.ID), n),
 		y:       y,
 		pending: make(map[uint64][]float64),
 	}, nil
 }
 
-// schedule returns node id's steps among n nodes.
-func schedule(id, n int) []stepPlan {
+// Schedule returns node id's steps among n nodes, in order: the schedule
+// described in the package documentation. Package exchange runs the same
+// schedule with repairs.
+func Schedule(id, n int) []Step {
 	p := 1 << (bits.Len(uint(n)) - 1) // largest power of two ≤ n
 	r := n - p
 	d := bits.Len(uint(p)) - 1
-	var plan []stepPlan
+	var plan []Step
 	// Fold in.
 	newRank := id - r
 	if id < 2*r {
 		if id%2 == 0 {
-			return []stepPlan{
-				{tag: tagFoldIn, sendTo: id + 1, recvFrom: -1},
-				{tag: tagFoldOut, sendTo: -1, recvFrom: id + 1, replace: true},
+			return []Step{
+				{Tag: tagFoldIn, SendTo: id + 1, RecvFrom: -1},
+				{Tag: tagFoldOut, SendTo: -1, RecvFrom: id + 1, Replace: true},
 			}
 		}
-		plan = append(plan, stepPlan{tag: tagFoldIn, sendTo: -1, recvFrom: id - 1})
+		plan = append(plan, Step{Tag: tagFoldIn, SendTo: -1, RecvFrom: id - 1})
 		newRank = id / 2
 	}
 	// Exchange among the p remaining ranks.
@@ -104,11 +106,11 @@ func schedule(id, n int) []stepPlan {
 	}
 	for k := range d {
 		peer := real(newRank ^ 1<<k)
-		plan = append(plan, stepPlan{tag: uint64(k + 1), sendTo: peer, recvFrom: peer})
+		plan = append(plan, Step{Tag: uint64(k + 1), SendTo: peer, RecvFrom: peer})
 	}
 	// Fold out.
 	if id < 2*r {
-		plan = append(plan, stepPlan{tag: tagFoldOut, sendTo: id - 1, recvFrom: -1})
+		plan = append(plan, Step{Tag: tagFoldOut, SendTo: id - 1, RecvFrom: -1})
 	}
 	return plan
 }
@@ -141,7 +143,7 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	}
 	idx := -1
 	for i, s := range m.plan {
-		if s.tag == msg.Tag && s.recvFrom == int(msg.From) {
+		if s.Tag == msg.Tag && s.RecvFrom == int(msg.From) {
 			idx = i
 			break
 		}
@@ -165,21 +167,21 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 func (m *Machine) advance(out []gossip.Message) []gossip.Message {
 	for m.next < len(m.plan) {
 		s := &m.plan[m.next]
-		if s.sendTo >= 0 {
+		if s.SendTo >= 0 {
 			out = append(out, gossip.Message{
-				From: m.id, To: gossip.NodeID(s.sendTo), Kind: gossip.KindRDB,
-				Epoch: m.epoch, Tag: s.tag, Payload: append([]float64(nil), m.y...),
+				From: m.id, To: gossip.NodeID(s.SendTo), Kind: gossip.KindRDB,
+				Epoch: m.epoch, Tag: s.Tag, Payload: append([]float64(nil), m.y...),
 			})
-			s.sendTo = -1 // sent; never again
+			s.SendTo = -1 // sent; never again
 		}
-		if s.recvFrom >= 0 {
-			got, ok := m.pending[s.tag]
+		if s.RecvFrom >= 0 {
+			got, ok := m.pending[s.Tag]
 			if !ok {
 				return out
 			}
-			delete(m.pending, s.tag)
+			delete(m.pending, s.Tag)
 			for c := range m.y {
-				if s.replace {
+				if s.Replace {
 					m.y[c] = got[c]
 				} else {
 					m.y[c] += got[c]

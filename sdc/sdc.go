@@ -188,6 +188,8 @@ func payloadComponents(m *gossip.Message) int {
 	switch m.Kind {
 	case gossip.KindCheckedFlow:
 		return len(m.Payload) - 2
+	case gossip.KindExchange:
+		return len(m.Payload) - 3
 	case gossip.KindCancelFlow:
 		return len(m.Payload)/2 - 1
 	}

@@ -43,7 +43,7 @@ func runBench(ctx context.Context, args []string, out *stdio) error {
 	var seed seedFlag
 	var (
 		nodes   = fs.Int("nodes", 16, "number of members N")
-		algos   = fs.String("algos", "ps,pfcc,rdb,central", "algorithms to compare, comma separated (rdb is the reference of the ratios)")
+		algos   = fs.String("algos", "exchange,ps,pfcc,rdb,central", "algorithms to compare, comma separated (rdb is the reference of the ratios)")
 		topo    = fs.String("topology", "complete", "overlay of the gossip algorithms")
 		eps     = fs.Float64("eps", 1e-9, "target accuracy ε of the gossip algorithms")
 		runs    = fs.Int("runs", 20, "operations per algorithm (alternating between algorithms)")

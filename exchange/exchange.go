@@ -1,0 +1,357 @@
+// Package exchange implements dimension exchange: the schedule of recursive
+// doubling (package rdb), made to survive lost and corrupted messages, as a
+// pure machine that the simulator and the live runtime drive like the
+// gossip algorithms.
+//
+// For N = 2^d, in step k = 0 … d-1 node i sends its partial sums (x…, w) to
+// node i XOR 2^k and adds the partner's; after d steps every node holds
+// Σx and Σw of the whole group. Other N fold the extra ranks in and out as
+// rdb does. Both partners of a step add the same two partials, and IEEE
+// addition is commutative, so every node ends with the same bits: no
+// convergence certificate and no result broadcast are needed. Each node
+// sends ⌊log2 N⌋ messages, plus one for a folded rank.
+//
+// What recursive doubling lacks, this package adds:
+//
+//   - Every message carries a 64-bit hash of its header and payload (two
+//     payload words, each an exact integer below 2^32). A message whose hash
+//     does not match is never added: it is dropped, counted, and its sender
+//     asked at once to send its stored copy again. A change of any one word,
+//     however many of its bits flipped, always changes the hash (each word
+//     goes through a bijective mix before the words are added); changes to
+//     several words escape with probability about 2^-64.
+//   - The state (the partial sums, the words an SDC injector can reach) is
+//     hashed too and checked before every use; a state that fails is rebuilt
+//     from the input and the verified partials received, so a flip of the
+//     state is repaired, never sent on.
+//   - A node keeps every step message it sent. A node that waits for a step
+//     sends its own message of that step again with an ask flag (or, in a
+//     fold step where it has none, an empty ask), after a timeout that
+//     doubles with each try; a partner that has moved on, or finished,
+//     answers from its stored copy. Nothing is ever sent that was not sent
+//     before: silence never adds mass.
+//
+// A partner that has died stalls its partners, as in recursive doubling:
+// the machine has no way around it, and the runtime ends the operation with
+// an error rather than a result that leaves an input out. Handing the flows
+// to PFCC in that case is not built yet.
+package exchange
+
+import (
+	"fmt"
+	"iter"
+	"math"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/rdb"
+)
+
+// Tag flags, above every step number (rdb's step tags are below 1<<21).
+const (
+	flagAsk   = 1 << 40 // send me your message of this step (again)
+	flagEmpty = 1 << 41 // this message carries no partial, only the ask
+	stepMask  = 1<<40 - 1
+)
+
+// maxBackoff caps the doubling of the resend timeout, in driver calls.
+const maxBackoff = 8
+
+// Counters are what the machine did beyond the schedule itself.
+type Counters struct {
+	// Resends counts step messages (or empty asks) sent again after a
+	// timeout, asking the partner for its own.
+	Resends int
+	// Answers counts stored step messages sent again because a partner
+	// asked for them.
+	Answers int
+	// Corrupt counts received messages whose hash did not match: dropped,
+	// and their sender asked again.
+	Corrupt int
+	// Repairs counts times the state failed its hash and was rebuilt from
+	// the input and the partials received.
+	Repairs int
+	// Duplicates counts partials received for a step already held.
+	Duplicates int
+}
+
+// Machine is one node of dimension exchange.
+type Machine struct {
+	id    gossip.NodeID
+	n     int
+	k     int // value components
+	epoch uint64
+	plan  []rdb.Step
+
+	input []float64 // x…, w as given, to rebuild the state from
+	y     []float64 // partial sums x…, w after the steps done so far
+	yHash uint64    // hashWords(y), to tell a flipped state
+
+	next    int         // index into plan of the step under way
+	sent    [][]float64 // per step: the partial this node sent (x…, w), nil before
+	got     [][]float64 // per step: the partner's verified partial, nil before
+	started bool
+	final   bool
+
+	ticks, idles int // driver calls spent waiting in this step
+	backoff      int // idle steps to wait before the next resend
+	cnt          Counters
+}
+
+// New builds the exchange machine of node cfg.ID among cfg.Overlay.Len()
+// nodes. As for rdb, the overlay's edges are not used: only the node count
+// matters.
+func New(cfg gossip.Config) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("exchange: %w", err)
+	}
+	n := cfg.Overlay.Len()
+	plan := rdb.Schedule(int(cfg.ID), n)
+	input := append(append([]float64(nil), cfg.Value...), cfg.Weight())
+	m := &Machine{
+		id: cfg.ID, n: n, k: len(cfg.Value), epoch: cfg.Epoch, plan: plan,
+		input: input, y: append([]float64(nil), input...),
+		sent: make([][]float64, len(plan)), got: make([][]float64, len(plan)),
+		backoff: 1,
+	}
+	m.yHash = hashWords(m.y)
+	return m, nil
+}
+
+// ID returns the node this machine runs.
+func (m *Machine) ID() gossip.NodeID { return m.id }
+
+// Counters returns what the machine has done so far beyond the schedule.
+func (m *Machine) Counters() Counters { return m.cnt }
+
+// Tick starts the exchange; later ticks count time waited in a step, and
+// from the second one spent waiting, send the step's message again with an
+// ask (a simulator ticks periodically, about every two message latencies,
+// so a partner merely a step behind is not asked).
+func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
+	if !m.started {
+		m.started = true
+		return m.advance(out)
+	}
+	if m.final {
+		return out
+	}
+	m.ticks++
+	if m.ticks < 2*m.backoff {
+		return out
+	}
+	m.ticks = 0
+	return m.resend(out)
+}
+
+// Idle is the live runtime's idle step, taken when this node has sent
+// nothing for a while: that silence is the timeout, so the first idle step
+// spent waiting asks at once, and the next after 2, 4 and at most 8.
+func (m *Machine) Idle(out []gossip.Message) []gossip.Message {
+	if !m.started || m.final {
+		return m.Tick(out)
+	}
+	m.idles++
+	if m.idles < m.backoff {
+		return out
+	}
+	m.idles = 0
+	return m.resend(out)
+}
+
+// resend asks the partner of the step under way for its message, sending
+// this node's own message of the step with it when there is one, and
+// doubles the timeout.
+func (m *Machine) resend(out []gossip.Message) []gossip.Message {
+	m.backoff = min(2*m.backoff, maxBackoff)
+	s := m.plan[m.next]
+	m.cnt.Resends++
+	if p := m.sent[m.next]; p != nil && s.SendTo == s.RecvFrom {
+		return append(out, m.message(s.RecvFrom, s.Tag|flagAsk, p))
+	}
+	return append(out, m.message(s.RecvFrom, s.Tag|flagAsk|flagEmpty, nil))
+}
+
+// Step takes a partner's message. Partials may arrive before the step they
+// belong to; they wait. A message whose hash does not match is dropped and
+// its sender asked again. A message that is not part of this node's
+// schedule (another kind, epoch, recipient, a partner or step it does not
+// have) is rejected with an error and changes nothing.
+func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Message, error) {
+	switch {
+	case msg.Kind != gossip.KindExchange:
+		return out, fmt.Errorf("exchange: %w: kind %s", gossip.ErrForeignMessage, msg.Kind)
+	case msg.Epoch != m.epoch:
+		return out, fmt.Errorf("exchange: %w: epoch %d, want %d", gossip.ErrForeignMessage, msg.Epoch, m.epoch)
+	case msg.To != m.id:
+		return out, fmt.Errorf("exchange: %w: addressed to %d, this is %d", gossip.ErrForeignMessage, msg.To, m.id)
+	case int64(msg.From) >= int64(m.n) || msg.From == m.id:
+		return out, fmt.Errorf("exchange: %w: node %d", gossip.ErrUnknownPeer, msg.From)
+	case len(msg.Payload) != m.k+3:
+		return out, fmt.Errorf("exchange: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), m.k+3)
+	case msg.Tag&^(stepMask|flagAsk|flagEmpty) != 0 || msg.Tag&flagEmpty != 0 && msg.Tag&flagAsk == 0:
+		return out, fmt.Errorf("exchange: %w: tag %#x", gossip.ErrForeignMessage, msg.Tag)
+	}
+	tag, from := msg.Tag&stepMask, int(msg.From)
+	recv, send := -1, -1 // the steps in which this node hears from, and sends to, the sender
+	for i, s := range m.plan {
+		if s.Tag == tag && s.RecvFrom == from {
+			recv = i
+		}
+		if s.Tag == tag && s.SendTo == from {
+			send = i
+		}
+	}
+	carries := msg.Tag&flagEmpty == 0
+	if carries && recv < 0 || msg.Tag&flagAsk != 0 && send < 0 {
+		return out, fmt.Errorf("exchange: %w: step %d from %d is not in node %d's schedule", gossip.ErrForeignMessage, tag, from, m.id)
+	}
+	if !m.verify(msg) {
+		m.cnt.Corrupt++
+		if recv >= 0 && m.got[recv] == nil {
+			out = append(out, m.message(from, tag|flagAsk|flagEmpty, nil))
+		}
+		return out, nil
+	}
+	m.started = true
+	if carries {
+		if m.got[recv] != nil || recv < m.next {
+			m.cnt.Duplicates++
+		} else {
+			m.got[recv] = append([]float64(nil), msg.Payload[:m.k+1]...)
+		}
+	}
+	if msg.Tag&flagAsk != 0 && m.sent[send] != nil {
+		m.cnt.Answers++
+		out = append(out, m.message(from, tag, m.sent[send]))
+	}
+	return m.advance(out), nil
+}
+
+// advance runs the schedule as far as the received partials allow. The
+// send of a step goes out before its receive is awaited, which is what
+// makes an exchange.
+func (m *Machine) advance(out []gossip.Message) []gossip.Message {
+	for m.next < len(m.plan) {
+		s := m.plan[m.next]
+		if s.SendTo >= 0 && m.sent[m.next] == nil {
+			m.check()
+			m.sent[m.next] = append([]float64(nil), m.y...)
+			out = append(out, m.message(s.SendTo, s.Tag, m.sent[m.next]))
+		}
+		if s.RecvFrom >= 0 {
+			if m.got[m.next] == nil {
+				return out
+			}
+			m.check()
+			apply(m.y, m.got[m.next], s.Replace)
+			m.yHash = hashWords(m.y)
+		}
+		m.next++
+		m.ticks, m.idles, m.backoff = 0, 0, 1
+	}
+	m.final = true
+	return out
+}
+
+func apply(y, got []float64, replace bool) {
+	for c := range y {
+		if replace {
+			y[c] = got[c]
+		} else {
+			y[c] += got[c]
+		}
+	}
+}
+
+// check rebuilds the state from the input and the partials received if it
+// no longer matches its hash: a flip of the state is repaired before it is
+// sent or returned.
+func (m *Machine) check() {
+	if hashWords(m.y) == m.yHash {
+		return
+	}
+	m.cnt.Repairs++
+	copy(m.y, m.input)
+	for i := range m.next {
+		if s := m.plan[i]; s.RecvFrom >= 0 {
+			apply(m.y, m.got[i], s.Replace)
+		}
+	}
+	m.yHash = hashWords(m.y)
+}
+
+// message builds a message to node to carrying partial p (nil: an empty
+// ask), sealed with its hash.
+func (m *Machine) message(to int, tag uint64, p []float64) gossip.Message {
+	msg := gossip.Message{From: m.id, To: gossip.NodeID(to), Kind: gossip.KindExchange, Epoch: m.epoch, Tag: tag,
+		Payload: make([]float64, m.k+3)}
+	copy(msg.Payload, p)
+	h := hashMessage(msg)
+	msg.Payload[m.k+1], msg.Payload[m.k+2] = float64(h>>32), float64(h&0xffffffff)
+	return msg
+}
+
+// verify reports whether msg's hash words match its header and partial.
+func (m *Machine) verify(msg gossip.Message) bool {
+	h := hashMessage(msg)
+	return msg.Payload[m.k+1] == float64(h>>32) && msg.Payload[m.k+2] == float64(h&0xffffffff)
+}
+
+// Done reports whether the node holds the final result.
+func (m *Machine) Done() bool { return m.final }
+
+// Estimate appends the node's current partial aggregate Σx/Σw to dst[:0],
+// after repairing a flipped state; it is the final result, the same bits at
+// every node, once Done reports true.
+func (m *Machine) Estimate(dst []float64) []float64 {
+	m.check()
+	dst = dst[:0]
+	for _, v := range m.y[:m.k] {
+		dst = append(dst, v/m.y[m.k])
+	}
+	return dst
+}
+
+// Exclude does nothing: dimension exchange has no way around a dead
+// partner yet.
+func (m *Machine) Exclude(gossip.NodeID) {}
+
+// Words yields the partial sums, value[c] and weight: the state an SDC
+// injector may flip (and the hash check repairs).
+func (m *Machine) Words() iter.Seq[gossip.Word] {
+	return func(yield func(gossip.Word) bool) {
+		for c := range m.k {
+			if !yield(gossip.Word{Place: gossip.PlaceState, Part: gossip.PartValue, Component: c, Ptr: &m.y[c]}) {
+				return
+			}
+		}
+		yield(gossip.Word{Place: gossip.PlaceState, Part: gossip.PartWeight, Ptr: &m.y[m.k]})
+	}
+}
+
+// hashMessage hashes what a message says: its header and every payload
+// word but the two that carry the hash.
+func hashMessage(msg gossip.Message) uint64 {
+	h := mix(msg.Epoch ^ 0x6a09e667f3bcc909)
+	h += mix(msg.Tag ^ 0xbb67ae8584caa73b)
+	h += mix(uint64(msg.From)<<32 | uint64(msg.To) ^ 0x3c6ef372fe94f82b)
+	h += mix(uint64(msg.Kind) ^ 0xa54ff53a5f1d36f1)
+	return h + hashWords(msg.Payload[:len(msg.Payload)-2])
+}
+
+// hashWords adds up a bijective mix of every word's bits salted with its
+// index: a change to any one word changes the sum.
+func hashWords(ws []float64) uint64 {
+	var h uint64
+	for i, w := range ws {
+		h += mix(math.Float64bits(w) + uint64(i+1)*0x9e3779b97f4a7c15)
+	}
+	return h
+}
+
+// mix is SplitMix64's finaliser, a bijection on 64-bit words.
+func mix(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}

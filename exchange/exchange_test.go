@@ -1,0 +1,280 @@
+package exchange_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/exchange"
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/internal/gossiptest"
+	"github.com/gossipreduce/gossipreduce/rdb"
+)
+
+func build(t *testing.T, n int, seed uint64) ([]gossip.Machine, [][]float64) {
+	t.Helper()
+	inputs := gossiptest.Inputs(n, 3, seed)
+	ms, err := gossiptest.Build(gossiptest.Complete(n), inputs, gossip.Average, seed,
+		func(c gossip.Config) (gossip.Machine, error) { return exchange.New(c) })
+	require.NoError(t, err)
+	return ms, inputs
+}
+
+// run drives the network to the end: messages in a random order, every
+// machine ticked whenever nothing is in flight (a timeout). It returns
+// every machine's final estimate, bit for bit.
+func run(t *testing.T, net *gossiptest.Net) [][]uint64 {
+	t.Helper()
+	return drive(t, net, func(int) {})
+}
+
+// drive is run with a fault injected before every delivery d by inject.
+func drive(t *testing.T, net *gossiptest.Net, inject func(d int)) [][]uint64 {
+	t.Helper()
+	net.Start()
+	for d := 0; d < 100000 && !allDone(net); d++ {
+		inject(d)
+		ok, err := net.DeliverOne()
+		require.NoError(t, err)
+		if !ok {
+			for i := range net.Machines {
+				net.Tick(gossip.NodeID(i))
+			}
+		}
+	}
+	require.True(t, allDone(net), "not every node finished")
+	out := make([][]uint64, len(net.Machines))
+	for i, m := range net.Machines {
+		for _, v := range m.Estimate(nil) {
+			out[i] = append(out[i], math.Float64bits(v))
+		}
+	}
+	return out
+}
+
+func allDone(net *gossiptest.Net) bool {
+	for _, m := range net.Machines {
+		if !m.(*exchange.Machine).Done() {
+			return false
+		}
+	}
+	return true
+}
+
+// reference is recursive doubling's result for the same inputs: the same
+// schedule adds the same partials in the same order, so the bits must be
+// the same.
+func reference(t *testing.T, n int, seed uint64) []uint64 {
+	t.Helper()
+	inputs := gossiptest.Inputs(n, 3, seed)
+	ms, err := gossiptest.Build(gossiptest.Complete(n), inputs, gossip.Average, seed,
+		func(c gossip.Config) (gossip.Machine, error) { return rdb.New(c) })
+	require.NoError(t, err)
+	net := gossiptest.NewNet(ms, seed)
+	net.Start()
+	for {
+		ok, err := net.DeliverOne()
+		require.NoError(t, err)
+		if !ok {
+			break
+		}
+	}
+	var out []uint64
+	for _, v := range ms[0].Estimate(nil) {
+		out = append(out, math.Float64bits(v))
+	}
+	return out
+}
+
+func exact(t *testing.T, inputs [][]float64) []float64 {
+	t.Helper()
+	w := make([]float64, len(inputs))
+	for i := range w {
+		w[i] = 1
+	}
+	e, err := gossip.Aggregate(inputs, w)
+	require.NoError(t, err)
+	return e
+}
+
+// TestIdenticalAtEveryNode: for every N from 1 to 70 (powers of two and
+// the folded ranks between), in a random delivery order, every node ends
+// with recursive doubling's bits, within rounding of the exact average.
+func TestIdenticalAtEveryNode(t *testing.T) {
+	for n := 1; n <= 70; n++ {
+		ms, inputs := build(t, n, uint64(n))
+		net := gossiptest.NewNet(ms, uint64(n))
+		got := run(t, net)
+		want := reference(t, n, uint64(n))
+		for i := range got {
+			require.Equal(t, want, got[i], "N=%d node %d", n, i)
+		}
+		// 1e-14: log2 N additions of values in [0, 1), a few ulps each.
+		assert.LessOrEqual(t, net.MaxError(exact(t, inputs)), 1e-14, "N=%d", n)
+		// Fault-free, with a timeout only when nothing is in flight: no
+		// message beyond the schedule's ⌊log2 N⌋ (+1 folded).
+		for i, s := range net.Sent {
+			assert.LessOrEqual(t, s, bitsLen(n), "N=%d node %d sent %d", n, i, s)
+		}
+	}
+}
+
+func bitsLen(n int) int {
+	d := 0
+	for 1<<(d+1) <= n {
+		d++
+	}
+	return d + 1
+}
+
+// TestLossIsRepaired: with 30 % of the messages lost (resends and answers
+// included), every node still ends with the fault-free bits.
+func TestLossIsRepaired(t *testing.T) {
+	for _, n := range []int{5, 7, 16, 48, 64} {
+		seed := uint64(100 + n)
+		want := reference(t, n, seed)
+		ms, _ := build(t, n, seed)
+		net := gossiptest.NewNet(ms, seed)
+		r := rand.New(rand.NewPCG(seed, 1))
+		net.Drop = func(gossip.Message) bool { return r.Float64() < 0.3 }
+		got := run(t, net)
+		for i := range got {
+			require.Equal(t, want, got[i], "N=%d node %d (seed %d)", n, i, seed)
+		}
+		require.Positive(t, net.Lost, "N=%d: nothing was lost", n)
+		resends := 0
+		for _, m := range ms {
+			resends += m.(*exchange.Machine).Counters().Resends
+		}
+		assert.Positive(t, resends, "N=%d", n)
+	}
+}
+
+// TestFlippedMessagesAreNeverAdded: a bit flipped in a message (any word:
+// value, weight, either hash word; any bit) is detected, the message
+// dropped and asked for again: every node ends with the fault-free bits.
+func TestFlippedMessagesAreNeverAdded(t *testing.T) {
+	const n, seed = 16, 7
+	want := reference(t, n, seed)
+	for bit := range 64 {
+		ms, _ := build(t, n, seed)
+		net := gossiptest.NewNet(ms, seed+uint64(bit))
+		r := rand.New(rand.NewPCG(seed, uint64(bit)))
+		flips := 0
+		got := drive(t, net, func(int) {
+			// Flip one word of a message in flight, now and then.
+			if p := net.Pending(); len(p) > 0 && r.Float64() < 0.2 {
+				m := &p[r.IntN(len(p))]
+				w := r.IntN(len(m.Payload))
+				m.Payload[w] = math.Float64frombits(math.Float64bits(m.Payload[w]) ^ 1<<bit)
+				flips++
+			}
+		})
+		corrupt := 0
+		for i, m := range ms {
+			require.Equal(t, want, got[i], "bit %d node %d", bit, i)
+			corrupt += m.(*exchange.Machine).Counters().Corrupt
+		}
+		require.Positive(t, flips)
+		assert.Positive(t, corrupt, "bit %d: %d flips, none detected", bit, flips)
+	}
+}
+
+// TestFlippedStateIsRepaired: a bit flipped in a node's partial sums (the
+// words an injector reaches) between steps is caught by the state hash
+// and rebuilt before it is sent or returned.
+func TestFlippedStateIsRepaired(t *testing.T) {
+	const n, seed = 13, 3
+	want := reference(t, n, seed)
+	for bit := 0; bit < 64; bit += 7 {
+		ms, _ := build(t, n, seed)
+		net := gossiptest.NewNet(ms, seed)
+		r := rand.New(rand.NewPCG(seed, uint64(bit)))
+		got := drive(t, net, func(d int) {
+			if d%5 == 0 {
+				m := ms[r.IntN(n)]
+				var words []gossip.Word
+				for w := range m.Words() {
+					words = append(words, w)
+				}
+				w := words[r.IntN(len(words))]
+				*w.Ptr = math.Float64frombits(math.Float64bits(*w.Ptr) ^ 1<<bit)
+			}
+		})
+		repairs := 0
+		for i, m := range ms {
+			require.Equal(t, want, got[i], "bit %d node %d", bit, i)
+			repairs += m.(*exchange.Machine).Counters().Repairs
+		}
+		assert.Positive(t, repairs, "bit %d", bit)
+	}
+}
+
+// TestFinishedNodeAnswersFromItsStore: the fold-out to a folded rank is
+// lost after its sender finished; the folded rank's ask is answered from
+// the stored copy.
+func TestFinishedNodeAnswersFromItsStore(t *testing.T) {
+	ms, _ := build(t, 3, 1) // ranks 0 and 1 fold: 0 sends to 1, 1 sends back
+	net := gossiptest.NewNet(ms, 1)
+	dropped := false
+	net.Drop = func(m gossip.Message) bool {
+		if !dropped && m.From == 1 && m.To == 0 {
+			dropped = true
+			return true
+		}
+		return false
+	}
+	got := run(t, net)
+	require.True(t, dropped)
+	assert.Equal(t, got[1], got[0])
+	assert.Equal(t, 1, ms[1].(*exchange.Machine).Counters().Answers)
+	assert.Equal(t, 1, ms[0].(*exchange.Machine).Counters().Resends)
+}
+
+// TestIdleAsksAtOnceThenBacksOff: the runtime's idle step is the timeout
+// itself, so the first one spent waiting asks; the next wait 2, 4 and 8.
+func TestIdleAsksAtOnceThenBacksOff(t *testing.T) {
+	ms, _ := build(t, 2, 1)
+	m := ms[0].(*exchange.Machine)
+	require.Len(t, m.Tick(nil), 1) // the step's own message
+	var asked []int
+	for i := 1; i <= 30; i++ {
+		if out := m.Idle(nil); len(out) > 0 {
+			require.Len(t, out, 1)
+			asked = append(asked, i)
+		}
+	}
+	assert.Equal(t, []int{1, 3, 7, 15, 23}, asked)
+}
+
+// TestRejectsWhatIsNotInTheSchedule: a partner that is not this node's in
+// the step the tag names, a tag with unknown bits, or an empty message
+// without an ask is refused with an error and changes nothing.
+func TestRejectsWhatIsNotInTheSchedule(t *testing.T) {
+	ms, _ := build(t, 4, 1)
+	m0 := ms[0].(*exchange.Machine)
+	out := m0.Tick(nil)
+	require.Len(t, out, 1)
+	// Node 1 is 0's partner in step 1; node 2 in step 2.
+	msgs, err := ms[1].Step(out[0], nil) // node 1 sends its own step 1, then step 2 to node 3
+	require.NoError(t, err)
+	require.Len(t, msgs, 2)
+	base := msgs[0]
+	require.Equal(t, gossip.NodeID(0), base.To)
+	for name, edit := range map[string]func(*gossip.Message){
+		"wrong step":   func(m *gossip.Message) { m.Tag = 2 },
+		"unknown bits": func(m *gossip.Message) { m.Tag |= 1 << 50 },
+		"empty no ask": func(m *gossip.Message) { m.Tag |= 1 << 41 },
+	} {
+		msg := base.Clone()
+		edit(&msg)
+		before := m0.Estimate(nil)
+		out, err := m0.Step(msg, nil)
+		assert.ErrorIs(t, err, gossip.ErrForeignMessage, name)
+		assert.Empty(t, out, name)
+		assert.Equal(t, before, m0.Estimate(nil), name)
+	}
+}
