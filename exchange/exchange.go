@@ -27,7 +27,7 @@
 //   - A node keeps every step message it sent. A node that waits for a step
 //     sends its own message of that step again with an ask flag (or, in a
 //     fold step where it has none, an empty ask), after a timeout that
-//     doubles with each try; a partner that has moved on, or finished,
+//     doubles with each try (two driver calls spent waiting, then 4, 8, 16); a partner that has moved on, or finished,
 //     answers from its stored copy. Nothing is ever sent that was not sent
 //     before: silence never adds mass.
 //
@@ -124,9 +124,10 @@ func (m *Machine) ID() gossip.NodeID { return m.id }
 func (m *Machine) Counters() Counters { return m.cnt }
 
 // Tick starts the exchange; later ticks count time waited in a step, and
-// from the second one spent waiting, send the step's message again with an
-// ask (a simulator ticks periodically, about every two message latencies,
-// so a partner merely a step behind is not asked).
+// the second one spent waiting sends the step's message again with an ask,
+// then the 4th, 8th and every 16th after that (a simulator ticks
+// periodically, about every two message latencies, so a partner merely a
+// step behind is not asked).
 func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 	if !m.started {
 		m.started = true
@@ -144,14 +145,19 @@ func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 }
 
 // Idle is the live runtime's idle step, taken when this node has sent
-// nothing for a while: that silence is the timeout, so the first idle step
-// spent waiting asks at once, and the next after 2, 4 and at most 8.
+// nothing for a while (Idle, 4 ms by default). The second idle step spent
+// waiting asks, then the 4th, 8th and every 16th after that. Asking on the
+// first cost more than it saved: at 256 members in one process a step
+// often waits longer than 4 ms for a partner that is merely behind, and
+// every ask is answered (bench, 256 members, hypercube: 10.6–11.2 messages
+// per member against 9.6–9.7, 70 ms against 58 ms), while under 5 % loss
+// at 64 members waiting one idle step more costs 4 ms (18 ms against 22).
 func (m *Machine) Idle(out []gossip.Message) []gossip.Message {
 	if !m.started || m.final {
 		return m.Tick(out)
 	}
 	m.idles++
-	if m.idles < m.backoff {
+	if m.idles < 2*m.backoff {
 		return out
 	}
 	m.idles = 0

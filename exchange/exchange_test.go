@@ -234,9 +234,9 @@ func TestFinishedNodeAnswersFromItsStore(t *testing.T) {
 	assert.Equal(t, 1, ms[0].(*exchange.Machine).Counters().Resends)
 }
 
-// TestIdleAsksAtOnceThenBacksOff: the runtime's idle step is the timeout
-// itself, so the first one spent waiting asks; the next wait 2, 4 and 8.
-func TestIdleAsksAtOnceThenBacksOff(t *testing.T) {
+// TestIdleAsksThenBacksOff: the second idle step spent waiting asks, the
+// next asks wait 4, 8 and 16.
+func TestIdleAsksThenBacksOff(t *testing.T) {
 	ms, _ := build(t, 2, 1)
 	m := ms[0].(*exchange.Machine)
 	require.Len(t, m.Tick(nil), 1) // the step's own message
@@ -247,7 +247,7 @@ func TestIdleAsksAtOnceThenBacksOff(t *testing.T) {
 			asked = append(asked, i)
 		}
 	}
-	assert.Equal(t, []int{1, 3, 7, 15, 23}, asked)
+	assert.Equal(t, []int{2, 6, 14, 30}, asked)
 }
 
 // TestRejectsWhatIsNotInTheSchedule: a partner that is not this node's in
