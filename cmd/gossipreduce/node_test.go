@@ -62,7 +62,7 @@ func TestNodeBadInput(t *testing.T) {
 func TestBenchJSONContract(t *testing.T) {
 	obj := jsonObject(t, "bench", "--nodes", "8", "--runs", "2", "--seed", "1", "--json")
 	algos := obj["algorithms"].([]any)
-	require.Len(t, algos, 4)
+	require.Len(t, algos, 5, "exchange, ps, pfcc, rdb, central")
 	for _, a := range algos {
 		row := a.(map[string]any)
 		for _, f := range []string{"algo", "seconds_p50", "msgs_per_node", "ratio_to_rdb"} {
@@ -70,6 +70,11 @@ func TestBenchJSONContract(t *testing.T) {
 		}
 		assert.Equal(t, 0.0, row["failed_runs"], row["algo"])
 		assert.Positive(t, row["seconds_p50"].(float64))
+		if row["algo"] == "exchange" {
+			// The same schedule; a resend (after two idle periods of
+			// waiting, possible on a loaded machine) adds to it.
+			assert.GreaterOrEqual(t, row["msgs_per_node"], 3.0, "log2 8 exchanges")
+		}
 		if row["algo"] == "rdb" {
 			assert.Equal(t, 1.0, row["ratio_to_rdb"])
 			assert.Equal(t, 3.0, row["msgs_per_node"], "log2 8 exchanges")
