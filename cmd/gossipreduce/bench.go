@@ -89,7 +89,7 @@ func runBench(ctx context.Context, args []string, out *stdio) error {
 	secs := make([][]float64, len(names))
 	msgs := make([]float64, len(names))
 	rows := make([]benchAlgo, len(names))
-	prog := newProgress(out.Stderr, "bench")
+	prog := newProgress(out, "bench")
 	for r := range *runs {
 		inputs := drawInputs(*nodes, 1, s+uint64(r))
 		for a, name := range names {

@@ -147,9 +147,9 @@ func runChaos(ctx context.Context, args []string, out *stdio) error {
 	start := time.Now()
 	var err error
 	if mode == "simulated" {
-		err = simChaos(ctx, simnet.ChaosConfig{Ops: *ops, Seed: s, Scenarios: scenarios, Algorithm: *algoName}, &res, stderr)
+		err = simChaos(ctx, simnet.ChaosConfig{Ops: *ops, Seed: s, Scenarios: scenarios, Algorithm: *algoName}, &res, stderr, newProgress(out, "chaos cases"))
 	} else {
-		err = liveChaos(ctx, live, &res, stderr)
+		err = liveChaos(ctx, live, &res, stderr, newProgress(out, "chaos operations"))
 	}
 	if err != nil {
 		return err
@@ -210,8 +210,7 @@ func reportCase(w io.Writer, c simnet.Case) {
 
 // simChaos runs a simulated campaign, printing each violating case as
 // soon as it ends.
-func simChaos(ctx context.Context, cfg simnet.ChaosConfig, res *chaosOutput, stderr io.Writer) error {
-	prog := newProgress(stderr, "chaos cases")
+func simChaos(ctx context.Context, cfg simnet.ChaosConfig, res *chaosOutput, stderr io.Writer, prog *progress) error {
 	cfg.Progress = prog.update
 	cfg.OnViolation = func(c simnet.Case) { reportCase(stderr, c) }
 	rep, err := simnet.Chaos(ctx, cfg)

@@ -52,8 +52,7 @@ func liveChaosOptions(nf *natsFlags, natsURL string, memory bool) (transport.NAT
 // from its seed, until ops operations have been checked, and checks every
 // operation against the safety invariant. Violating cases are printed to
 // stderr as they are found.
-func liveChaos(ctx context.Context, cfg liveChaosConfig, res *chaosOutput, stderr io.Writer) error {
-	prog := newProgress(stderr, "chaos operations")
+func liveChaos(ctx context.Context, cfg liveChaosConfig, res *chaosOutput, stderr io.Writer, prog *progress) error {
 	for i := 0; res.Operations < cfg.ops; i++ {
 		if err := ctx.Err(); err != nil {
 			return err

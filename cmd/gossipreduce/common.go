@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,21 +67,48 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// progress reports "done/total" on w at most every interval, for long runs.
+// progress reports "done/total" of a long run on standard error: on a
+// terminal as one line rewritten every second, elsewhere (a log file, CI)
+// as a plain line every ten seconds, never with --quiet. A run that ends
+// within the first interval says nothing.
 type progress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	label string
-	last  time.Time
-	every time.Duration
-	shown bool
+	mu       sync.Mutex
+	w        io.Writer // nil: quiet
+	label    string
+	last     time.Time
+	every    time.Duration
+	terminal bool
+	shown    bool
 }
 
-func newProgress(w io.Writer, label string) *progress {
-	return &progress{w: w, label: label, last: time.Now(), every: time.Second}
+// newProgress returns the progress report of the verb that parsed out's
+// flags, labelled label.
+func newProgress(out *stdio, label string) *progress {
+	p := &progress{label: label, last: time.Now(), every: 10 * time.Second}
+	if out.quiet {
+		return p
+	}
+	p.w = out.Stderr
+	if isTerminal(out.Stderr) {
+		p.terminal, p.every = true, time.Second
+	}
+	return p
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func (p *progress) update(done, total int) {
+	if p.w == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if time.Since(p.last) < p.every && done < total {
@@ -91,6 +119,10 @@ func (p *progress) update(done, total int) {
 		return // finished within the first interval: say nothing
 	}
 	p.shown = true
+	if !p.terminal {
+		fmt.Fprintf(p.w, "%s: %d/%d\n", p.label, done, total)
+		return
+	}
 	fmt.Fprintf(p.w, "\r%s: %d/%d", p.label, done, total)
 	if done == total {
 		fmt.Fprintln(p.w)

@@ -35,6 +35,7 @@ type verb struct {
 // stdio is where a verb writes; tests substitute buffers.
 type stdio struct {
 	Stdout, Stderr io.Writer
+	quiet          bool // --quiet: no progress reports (see newProgress)
 }
 
 var verbs = map[string]verb{}
@@ -151,6 +152,7 @@ func newFlags(name string, out *stdio) *flag.FlagSet {
 	fs := flag.NewFlagSet("gossipreduce "+name, flag.ContinueOnError)
 	fs.SetOutput(out.Stderr)
 	fs.Usage = func() { printFlags(fs, name, out.Stderr) }
+	fs.BoolVar(&out.quiet, "quiet", false, "no progress reports on standard error (they appear only for long runs: on a terminal every second, elsewhere every ten seconds)")
 	return fs
 }
 

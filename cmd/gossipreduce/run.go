@@ -192,7 +192,7 @@ func runLive(ctx context.Context, args []string, out *stdio) error {
 		firstErr  error // of the first failed run
 		stopErr   error // what stopped the runs early
 	)
-	prog := newProgress(out.Stderr, "run")
+	prog := newProgress(out, "run")
 	for i := range *runs {
 		rs := s + uint64(i)
 		r := rand.New(rand.NewPCG(rs, 0xfa17))

@@ -86,7 +86,7 @@ func runSDC(ctx context.Context, args []string, out *stdio) error {
 	}
 	s := seed.value()
 	fmt.Fprintf(out.Stderr, "sdc: seed %d (replay a run with --seed S --runs 1)\n", s)
-	prog := newProgress(out.Stderr, "sdc runs")
+	prog := newProgress(out, "sdc runs")
 	common := campaign.Common{
 		Algorithms: names, Overlay: g, Epsilon: *eps, Runs: *runs, Seed: s,
 		MaxMsgs: *maxMsgs, Tau: *tau, Workers: *workers, Progress: prog.update,

@@ -201,7 +201,7 @@ func runSim(ctx context.Context, args []string, out *stdio) error {
 
 	var prog func(int, int)
 	if *runs > 1 {
-		prog = newProgress(out.Stderr, "sim").update
+		prog = newProgress(out, "sim").update
 	}
 	results, err := sim.RunMany(ctx, cfg, *runs, *workers, prog)
 	if err != nil {
@@ -256,7 +256,7 @@ func runSyncSim(ctx context.Context, g topology.Graph, eps float64, runs int, se
 		mode = "sync-sequential"
 	}
 	o := simOutput{Algo: "ps", Topology: g.Name(), Nodes: g.Len(), Mode: mode, Eps: eps, Runs: runs, Seed: seed, LastSeed: seed + uint64(runs) - 1}
-	prog := newProgress(out.Stderr, "sim --mode sync")
+	prog := newProgress(out, "sim --mode sync")
 	for i := range runs {
 		r, err := sim.RunSync(ctx, sim.SyncConfig{Overlay: g, Epsilon: eps, Seed: seed + uint64(i), Sequential: sequential})
 		if err != nil {

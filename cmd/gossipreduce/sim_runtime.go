@@ -89,7 +89,7 @@ func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runti
 	seedGiven := f.seed.set
 	cfg.Net.Seed = f.seed.value()
 	if f.runs > 1 {
-		cfg.Progress = newProgress(out.Stderr, "sim --runtime").update
+		cfg.Progress = newProgress(out, "sim --runtime").update
 	}
 	start := time.Now()
 	rep, err := simnet.Measure(ctx, cfg)
