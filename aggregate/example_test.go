@@ -46,3 +46,132 @@ func ExampleJoin() {
 	fmt.Printf("sum %.9f, the same at every member: %v, %d live\n", results[0].Value[0], same, results[0].Live)
 	// Output: sum 10.000000000, the same at every member: true, 4 live
 }
+
+// The README's snippet, compiled: an embedded NATS server, nothing to
+// install; three members average two numbers each. Any NATS server or
+// cluster serves instead (transport.Connect).
+func ExampleNode_Average() {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Shutdown()
+
+	inputs := [][]float64{{10, 1}, {20, 2}, {60, 3}} // latency in ms, queue length
+	results := make([]aggregate.Result, len(inputs))
+	var wg sync.WaitGroup
+	for id := range inputs {
+		tr, err := srv.Connect(ctx, transport.NATSOptions{})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer tr.Close()
+		node, err := aggregate.Join(ctx, tr, aggregate.Config{Group: "fleet", ID: gossip.NodeID(id), Nodes: len(inputs)})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer node.Close()
+		wg.Go(func() {
+			res, err := node.Average(ctx, inputs[id])
+			if err != nil {
+				fmt.Println(err) // wraps aggregate.ErrNotConverged if ctx ended first
+				return
+			}
+			results[id] = res
+		})
+	}
+	wg.Wait()
+	fmt.Printf("average %.6f, the same at every member: %v, %d live\n",
+		results[0].Value, results[0].Value[0] == results[2].Value[0] && results[1].Value[1] == results[2].Value[1], results[0].Live)
+	// Output: average [30.000000 2.000000], the same at every member: true, 3 live
+}
+
+// Reduce takes an average and, with a gossip algorithm, element-wise
+// maxima in one operation; a minimum is the maximum of the negated values.
+// Here with dimension exchange for the average alone, then with the
+// default (PFCC) for both.
+func ExampleNode_Reduce() {
+	tr, _ := transport.NewMemory(transport.MemoryOptions{})
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	loads := []float64{0.5, 0.9, 0.1}
+	for _, alg := range []string{"exchange", "pfcc"} {
+		results := make([]aggregate.Result, len(loads))
+		var wg sync.WaitGroup
+		for id, load := range loads {
+			node, err := aggregate.Join(ctx, tr, aggregate.Config{Group: "reduce-" + alg, ID: gossip.NodeID(id), Nodes: len(loads), Algorithm: alg})
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			defer node.Close()
+			req := aggregate.Request{Values: []float64{load}}
+			if alg != "exchange" { // extremes need a gossip algorithm
+				req.Extremes = []float64{load, -load}
+			}
+			wg.Go(func() {
+				res, err := node.Reduce(ctx, req)
+				if err != nil {
+					fmt.Println(err)
+					return
+				}
+				results[id] = res
+			})
+		}
+		wg.Wait()
+		r := results[0]
+		if len(r.Extremes) == 2 {
+			fmt.Printf("%s: mean %.4f, max %.1f, min %.1f\n", alg, r.Value[0], r.Extremes[0], -r.Extremes[1])
+		} else {
+			fmt.Printf("%s: mean %.4f\n", alg, r.Value[0])
+		}
+	}
+	// Output:
+	// exchange: mean 0.5000
+	// pfcc: mean 0.5000, max 0.9, min 0.1
+}
+
+// A monitor keeps cluster-wide figures of local metrics up to date without
+// a collector: every Interval, and when any member asks, with Refresh.
+func ExampleStartMonitor() {
+	tr, _ := transport.NewMemory(transport.MemoryOptions{})
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	queue := []float64{3, 5, 10}
+	mons := make([]*aggregate.Monitor, len(queue))
+	for id, q := range queue {
+		m, err := aggregate.StartMonitor(ctx, tr, aggregate.MonitorConfig{
+			Config:   aggregate.Config{Group: "monitor", ID: gossip.NodeID(id), Nodes: len(queue), Epsilon: 1e-12},
+			Metrics:  []string{"queue_length"},
+			Interval: time.Hour, // aggregate on Refresh only, for the example
+		})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer m.Close()
+		if err := m.Set("queue_length", q); err != nil {
+			fmt.Println(err)
+			return
+		}
+		mons[id] = m
+	}
+	// One member asks; the others take part as soon as they hear of it.
+	snap, err := mons[0].Refresh(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	q := snap.Metrics["queue_length"]
+	fmt.Printf("members %d, sum %.3f, mean %.3f, min %.0f, max %.0f\n", q.Count, q.Sum, q.Mean, q.Min, q.Max)
+	// Output: members 3, sum 18.000, mean 6.000, min 3, max 10
+}
