@@ -383,8 +383,10 @@ func (m *Machine) point(now time.Duration, o *op) gossip.InjectPoint {
 }
 
 // emit queues machine output, with this member's certificate attached.
-func (m *Machine) emit(now time.Duration, out []gossip.Message) {
-	o := m.cur
+func (m *Machine) emit(now time.Duration, out []gossip.Message) { m.emitFor(now, m.cur, out) }
+
+// emitFor queues machine output of operation o, which may have finished.
+func (m *Machine) emitFor(now time.Duration, o *op, out []gossip.Message) {
 	if len(out) == 0 {
 		return
 	}
@@ -853,15 +855,7 @@ func (m *Machine) answerFinished(now time.Duration, o *op, msg gossip.Message) {
 	if err != nil {
 		m.reject("machine", msg, err)
 	}
-	for i := range out {
-		a := out[i]
-		if o.inj != nil {
-			o.inj.InjectMessage(m.point(now, o), &a)
-		}
-		o.sent++
-		m.send(a)
-	}
-	m.scratch = out[:0]
+	m.emitFor(now, o, out)
 }
 
 // tell sends a control message at most once per Suspect/8 to each member,
