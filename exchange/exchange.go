@@ -31,16 +31,29 @@
 //     answers from its stored copy. Nothing is ever sent that was not sent
 //     before: silence never adds mass.
 //
-// A partner that has died stalls its partners, as in recursive doubling:
-// the machine has no way around it, and the runtime ends the operation with
-// an error rather than a result that leaves an input out. Handing the flows
-// to PFCC in that case is not built yet.
+// In a hypercube every member of a subcube holds the same partial sums
+// once it has done the steps inside the subcube: in step k a node needs
+// the partial of its partner's subcube of 2^k ranks, and any member of that
+// subcube has sent exactly those bits to its own partner. So a node whose
+// partner stays silent (it died after contributing, or it is merely slow)
+// asks the partner's subcube members in turn, from its third ask on, and
+// takes the partial from whichever answers; a folded rank waiting for the
+// result asks every node in turn, and any that has finished answers. Every
+// answer is a copy of bits the schedule computed anyway, so the result
+// keeps its bits and still covers every input, the dead node's too.
+//
+// What cannot be asked for is an input that never left its node: a node
+// that dies before its first send (and, when it folds in, its partner
+// for the steps after) stalls the exchange, and the runtime ends the
+// operation with an error rather than a result that leaves an input out.
+// Handing the flows to PFCC in that case is not built yet.
 package exchange
 
 import (
 	"fmt"
 	"iter"
 	"math"
+	"math/bits"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/rdb"
@@ -52,6 +65,10 @@ const (
 	flagEmpty = 1 << 41 // this message carries no partial, only the ask
 	stepMask  = 1<<40 - 1
 )
+
+// alternateFrom is the ask from which a waiting node turns to nodes other
+// than its partner: the partner has let two asks go unanswered.
+const alternateFrom = 2
 
 // maxBackoff caps the doubling of the resend timeout, in driver calls.
 const maxBackoff = 8
@@ -92,9 +109,11 @@ type Machine struct {
 	started bool
 	final   bool
 
-	ticks   int // driver calls spent waiting in this step
-	backoff int // half the calls to wait before the next resend
-	cnt     Counters
+	rank, folded int // this node's rank in the hypercube (-1: it folds in); nodes folded in
+	ticks        int // driver calls spent waiting in this step
+	backoff      int // half the calls to wait before the next resend
+	tries        int // asks sent in this step
+	cnt          Counters
 }
 
 // New builds the exchange machine of node cfg.ID among cfg.Overlay.Len()
@@ -113,8 +132,56 @@ func New(cfg gossip.Config) (*Machine, error) {
 		sent: make([][]float64, len(plan)), got: make([][]float64, len(plan)),
 		backoff: 1,
 	}
+	m.folded = n - 1<<(bits.Len(uint(n))-1)
+	m.rank = m.rankOf(int(cfg.ID))
 	m.yHash = hashWords(m.y)
 	return m, nil
+}
+
+// rankOf returns node id's rank in the hypercube of the nodes left after
+// the fold (rdb.Schedule), or -1 for a node that folds into its neighbour.
+func (m *Machine) rankOf(id int) int {
+	if id < 2*m.folded {
+		if id%2 == 0 {
+			return -1
+		}
+		return id / 2
+	}
+	return id - m.folded
+}
+
+// nodeOf is rankOf's inverse.
+func (m *Machine) nodeOf(rank int) int {
+	if rank < m.folded {
+		return 2*rank + 1
+	}
+	return rank + m.folded
+}
+
+// cubeStep returns the hypercube step (0 …) that tag names, or -1 for the
+// fold steps.
+func cubeStep(tag uint64) int {
+	if tag == rdb.TagFoldIn || tag == rdb.TagFoldOut {
+		return -1
+	}
+	return int(tag) - 1
+}
+
+// stepOf returns the index into the plan of the step with tag, or -1.
+func (m *Machine) stepOf(tag uint64) int {
+	for i, s := range m.plan {
+		if s.Tag == tag {
+			return i
+		}
+	}
+	return -1
+}
+
+// supplies reports whether node from holds the partial this node needs in
+// step k of the hypercube: it is in the partner's subcube of 2^k ranks.
+func (m *Machine) supplies(from, k int) bool {
+	r := m.rankOf(from)
+	return r >= 0 && m.rank >= 0 && r>>k == (m.rank>>k)^1
 }
 
 // ID returns the node this machine runs.
@@ -158,17 +225,39 @@ func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 // it instead of Tick) is documented here.
 func (m *Machine) Idle(out []gossip.Message) []gossip.Message { return m.Tick(out) }
 
-// resend asks the partner of the step under way for its message, sending
-// this node's own message of the step with it when there is one, and
-// doubles the timeout.
+// resend asks for the partial of the step under way, sending this node's
+// own message of the step with it when there is one (an alternate in a
+// hypercube step needs it as much as the partner does), and doubles the
+// timeout.
 func (m *Machine) resend(out []gossip.Message) []gossip.Message {
 	m.backoff = min(2*m.backoff, maxBackoff)
 	s := m.plan[m.next]
+	to := m.askee(s, m.tries)
+	m.tries++
 	m.cnt.Resends++
 	if p := m.sent[m.next]; p != nil && s.SendTo == s.RecvFrom {
-		return append(out, m.message(s.RecvFrom, s.Tag|flagAsk, p))
+		return append(out, m.message(to, s.Tag|flagAsk, p))
 	}
-	return append(out, m.message(s.RecvFrom, s.Tag|flagAsk|flagEmpty, nil))
+	return append(out, m.message(to, s.Tag|flagAsk|flagEmpty, nil))
+}
+
+// askee returns the node the try-th ask of step s goes to: the partner for
+// the first alternateFrom, then in turn the other members of the partner's
+// subcube (a hypercube step) or every other node (the fold-out, whose
+// result any finished node has), coming back to the partner once a round.
+// A fold-in partial is only ever at the node that folds in.
+func (m *Machine) askee(s rdb.Step, try int) int {
+	if try < alternateFrom {
+		return s.RecvFrom
+	}
+	j := try - alternateFrom + 1
+	switch k := cubeStep(s.Tag); {
+	case k >= 0:
+		return m.nodeOf(m.rankOf(s.RecvFrom) ^ j%(1<<k))
+	case s.Tag == rdb.TagFoldOut:
+		return (s.RecvFrom + j%(m.n-1)) % m.n // never this node, the partner's predecessor
+	}
+	return s.RecvFrom
 }
 
 // Step takes a partner's message. Partials may arrive before the step they
@@ -192,17 +281,13 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 		return out, fmt.Errorf("exchange: %w: tag %#x", gossip.ErrForeignMessage, msg.Tag)
 	}
 	tag, from := msg.Tag&stepMask, int(msg.From)
-	recv, send := -1, -1 // the steps in which this node hears from, and sends to, the sender
-	for i, s := range m.plan {
-		if s.Tag == tag && s.RecvFrom == from {
-			recv = i
-		}
-		if s.Tag == tag && s.SendTo == from {
-			send = i
-		}
+	ask, carries := msg.Tag&flagAsk != 0, msg.Tag&flagEmpty == 0
+	idx := m.stepOf(tag)
+	recv := -1 // the step whose partial the message carries
+	if carries && idx >= 0 && m.plan[idx].RecvFrom >= 0 && m.takesFrom(idx, from) {
+		recv = idx
 	}
-	carries := msg.Tag&flagEmpty == 0
-	if carries && recv < 0 || msg.Tag&flagAsk != 0 && send < 0 {
+	if carries && recv < 0 || ask && !m.answers(idx, tag, from) {
 		return out, fmt.Errorf("exchange: %w: step %d from %d is not in node %d's schedule", gossip.ErrForeignMessage, tag, from, m.id)
 	}
 	if !m.verify(msg) {
@@ -213,18 +298,58 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 		return out, nil
 	}
 	m.started = true
-	if carries {
+	if recv >= 0 {
 		if m.got[recv] != nil || recv < m.next {
 			m.cnt.Duplicates++
 		} else {
 			m.got[recv] = append([]float64(nil), msg.Payload[:m.k+1]...)
 		}
 	}
-	if msg.Tag&flagAsk != 0 && m.sent[send] != nil {
-		m.cnt.Answers++
-		out = append(out, m.message(from, tag, m.sent[send]))
+	if ask {
+		var p []float64
+		switch {
+		case tag == rdb.TagFoldOut && m.final:
+			m.check()
+			p = m.y
+		case tag != rdb.TagFoldOut:
+			p = m.sent[idx]
+		}
+		if p != nil {
+			m.cnt.Answers++
+			out = append(out, m.message(from, tag, p))
+		}
 	}
 	return m.advance(out), nil
+}
+
+// takesFrom reports whether node from may supply the partial of step idx:
+// in a hypercube step any member of the partner's subcube holds it, the
+// fold-out's result any node that has finished, the fold-in's only the
+// node that folds in.
+func (m *Machine) takesFrom(idx, from int) bool {
+	s := m.plan[idx]
+	switch k := cubeStep(s.Tag); {
+	case k >= 0:
+		return m.supplies(from, k)
+	case s.Tag == rdb.TagFoldOut:
+		return true
+	}
+	return from == s.RecvFrom
+}
+
+// answers reports whether node from may ask this node for its partial of
+// the step with tag (idx in the plan, or -1): the nodes it may supply in a
+// hypercube step, its fold-in partner, and anybody for the result.
+func (m *Machine) answers(idx int, tag uint64, from int) bool {
+	switch k := cubeStep(tag); {
+	case tag == rdb.TagFoldOut:
+		return true
+	case idx < 0:
+		return false
+	case k >= 0:
+		return m.supplies(from, k)
+	}
+	return m.plan[idx].SendTo == from
 }
 
 // advance runs the schedule as far as the received partials allow. The
@@ -247,7 +372,7 @@ func (m *Machine) advance(out []gossip.Message) []gossip.Message {
 			m.yHash = hashWords(m.y)
 		}
 		m.next++
-		m.ticks, m.backoff = 0, 1
+		m.ticks, m.backoff, m.tries = 0, 1, 0
 	}
 	m.final = true
 	return out

@@ -278,3 +278,147 @@ func TestRejectsWhatIsNotInTheSchedule(t *testing.T) {
 		assert.Equal(t, before, m0.Estimate(nil), name)
 	}
 }
+
+// crashRun drives an exchange in which node c dies once it has sent after
+// messages: what it sent before arrives, nothing reaches it or leaves it
+// later. It ticks the live nodes whenever nothing is in flight, up to
+// maxTicks times, and reports how many live nodes finished.
+func crashRun(t *testing.T, net *gossiptest.Net, c gossip.NodeID, after, maxTicks int) int {
+	t.Helper()
+	net.Dead = map[gossip.NodeID]bool{c: after == 0}
+	net.Start()
+	for ticks := 0; ticks < maxTicks && !liveDone(net); {
+		if net.Sent[c] >= after {
+			net.Dead[c] = true
+		}
+		ok, err := net.DeliverOne()
+		require.NoError(t, err)
+		if !ok {
+			ticks++
+			for i := range net.Machines {
+				if !net.Dead[gossip.NodeID(i)] {
+					net.Tick(gossip.NodeID(i))
+				}
+			}
+		}
+	}
+	done := 0
+	for i, m := range net.Machines {
+		if !net.Dead[gossip.NodeID(i)] && m.(*exchange.Machine).Done() {
+			done++
+		}
+	}
+	return done
+}
+
+func liveDone(net *gossiptest.Net) bool {
+	for i, m := range net.Machines {
+		if !net.Dead[gossip.NodeID(i)] && !m.(*exchange.Machine).Done() {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCrashAfterContributing: a node that dies at any point after its
+// first send (every node, every point, N with and without folded ranks)
+// leaves every other node with recursive doubling's fault-free bits, its
+// own input included: the partials it would have sent are asked for from
+// the members of its subcube that hold the same bits, and a folded rank
+// whose partner died gets the result from any node that has it.
+func TestCrashAfterContributing(t *testing.T) {
+	for _, n := range []int{4, 6, 8, 13, 16} {
+		seed := uint64(300 + n)
+		want := reference(t, n, seed)
+		for c := range n {
+			sends := 0
+			for _, s := range rdb.Schedule(c, n) {
+				if s.SendTo >= 0 {
+					sends++
+				}
+			}
+			for after := 1; after <= sends; after++ {
+				ms, _ := build(t, n, seed)
+				net := gossiptest.NewNet(ms, seed+uint64(c*10+after))
+				done := crashRun(t, net, gossip.NodeID(c), after, 500)
+				require.Equal(t, n-1, done, "N=%d node %d dead after %d sends: live nodes finished", n, c, after)
+				for i, m := range ms {
+					if i == c {
+						continue
+					}
+					var got []uint64
+					for _, v := range m.Estimate(nil) {
+						got = append(got, math.Float64bits(v))
+					}
+					require.Equal(t, want, got, "N=%d node %d dead after %d sends: node %d", n, c, after, i)
+				}
+			}
+		}
+	}
+}
+
+// TestCrashBeforeContributingStalls: the input of a node that dies before
+// its first send is nowhere to be asked for; no node finishes (the
+// runtime turns that into an error), none with a result that leaves it out.
+func TestCrashBeforeContributingStalls(t *testing.T) {
+	for _, n := range []int{6, 8} {
+		for c := range n {
+			ms, _ := build(t, n, 9)
+			net := gossiptest.NewNet(ms, 9)
+			assert.Zero(t, crashRun(t, net, gossip.NodeID(c), 0, 200), "N=%d node %d", n, c)
+		}
+	}
+}
+
+// TestAsksTurnToThePartnersSubcube: node 0 of 4, waiting in step 2 for
+// node 2, asks node 2 twice, then alternates with node 3, which holds the
+// same partial.
+func TestAsksTurnToThePartnersSubcube(t *testing.T) {
+	ms, _ := build(t, 4, 1)
+	m0 := ms[0].(*exchange.Machine)
+	out := m0.Tick(nil) // step 1 to node 1
+	require.Len(t, out, 1)
+	out, err := ms[1].Step(out[0], nil) // node 1 answers (and moves on to node 3)
+	require.NoError(t, err)
+	require.Equal(t, gossip.NodeID(0), out[0].To)
+	sent, err := m0.Step(out[0], nil) // node 0 moves on to step 2
+	require.NoError(t, err)
+	require.Len(t, sent, 1)
+	require.Equal(t, gossip.NodeID(2), sent[0].To)
+	var asked []gossip.NodeID
+	var toThree gossip.Message
+	for range 100 {
+		for _, msg := range m0.Idle(nil) {
+			asked = append(asked, msg.To)
+			if msg.To == 3 {
+				toThree = msg
+			}
+		}
+	}
+	require.GreaterOrEqual(t, len(asked), 5)
+	assert.Equal(t, []gossip.NodeID{2, 2, 3, 2, 3}, asked[:5])
+	// Node 3 has not reached step 2: it takes node 0's partial (node 0 is
+	// in its partner's subcube) but has nothing to answer with yet.
+	ans, err := ms[3].Step(toThree, nil)
+	require.NoError(t, err)
+	for _, msg := range ans {
+		assert.NotEqual(t, gossip.NodeID(0), msg.To, "answered before it had the partial")
+	}
+	// Once it has node 2's step 1 it sends its step 2 to node 1, and
+	// answers node 0 with the same bits.
+	two := ms[2].Tick(nil)
+	require.Len(t, two, 1)
+	toOne, err := ms[3].Step(two[0], nil)
+	require.NoError(t, err)
+	require.Len(t, toOne, 1)
+	require.Equal(t, gossip.NodeID(1), toOne[0].To)
+	ans, err = ms[3].Step(toThree, nil)
+	require.NoError(t, err)
+	require.Len(t, ans, 1)
+	assert.Equal(t, gossip.NodeID(0), ans[0].To)
+	assert.Equal(t, toOne[0].Payload[:4], ans[0].Payload[:4], "x…, w as sent to node 1")
+	// Node 0 takes it and finishes without node 2.
+	_, err = m0.Step(ans[0], nil)
+	require.NoError(t, err)
+	assert.True(t, m0.Done())
+}

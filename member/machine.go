@@ -346,9 +346,7 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 		m.finish(now, Result{}, fmt.Errorf("member: %w", err))
 		return nil
 	}
-	if r.Algorithm.Finite {
-		o.lastHeard = now // partners get Suspect to be heard from (see tickOp)
-	} else {
+	if !r.Algorithm.Finite {
 		o.cert = newCertificate(r.n, int(r.ID), r.need, r.theta)
 		for k := range r.Graph.Degree(r.ID) {
 			o.heard[r.Graph.Neighbor(r.ID, k)] = now
@@ -475,8 +473,6 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		o.heard[msg.From] = now
 		o.lastHeard = now
 		o.ever[msg.From] = true
-	} else if o.cert == nil && !o.done {
-		o.lastHeard = now // a finite algorithm hears from its partners only
 	}
 	if msg.Kind == gossip.KindControl {
 		m.onControl(now, o, msg)
@@ -724,7 +720,11 @@ func (m *Machine) tickOp(now time.Duration) {
 	// answers (sending into silence only moves mass away; the probes above
 	// find members that start late). A machine that can tell that its own
 	// pushes are still in flight takes a step that adds none (see idler).
-	if now-o.lastSend >= m.r.Idle && now-o.lastHeard < m.r.Suspect {
+	// A finite algorithm's idle step moves no mass (exchange asks again,
+	// with a backoff, for what it waits for, turning to other members when
+	// its partner stays silent; rdb sends nothing), so it goes on in
+	// silence too: silence is what it is asking its way around.
+	if now-o.lastSend >= m.r.Idle && (o.cert == nil || now-o.lastHeard < m.r.Suspect) {
 		if id, ok := o.m.(idler); ok {
 			m.emit(now, id.Idle(m.scratch[:0]))
 		} else {

@@ -41,7 +41,13 @@ type Result struct {
 	Epoch uint64
 	// Live is the number of members whose inputs the result covers: the
 	// group size minus len(Absent). A result always covers a majority of
-	// the group and the member that returns it.
+	// the group and the member that returns it. A covered input is not
+	// always of a member alive at the end: with dimension exchange (package
+	// exchange) a member that dies after its input left it stays covered,
+	// its input taken from the members that hold it; a gossip algorithm
+	// leaves out every member declared dead during the operation.
+	// Whatever the algorithm, Value is the aggregate of exactly the inputs
+	// covered.
 	Live int
 	// Root is the member that decided the result: it proposed it and a
 	// majority accepted it (after a take-over, the value may be the

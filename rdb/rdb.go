@@ -52,9 +52,10 @@ type Step struct {
 	Replace  bool // the received partial replaces this node's (the fold-out)
 }
 
+// The tags of the fold steps; hypercube step k has tag k+1.
 const (
-	tagFoldIn  = 0
-	tagFoldOut = 1 << 20 // after any exchange step
+	TagFoldIn  = 0       // a folded rank hands its partial to its odd neighbour
+	TagFoldOut = 1 << 20 // the odd neighbour hands the result back, after every exchange step
 )
 
 // New builds the recursive-doubling machine of node cfg.ID among
@@ -90,11 +91,11 @@ func Schedule(id, n int) []Step {
 	if id < 2*r {
 		if id%2 == 0 {
 			return []Step{
-				{Tag: tagFoldIn, SendTo: id + 1, RecvFrom: -1},
-				{Tag: tagFoldOut, SendTo: -1, RecvFrom: id + 1, Replace: true},
+				{Tag: TagFoldIn, SendTo: id + 1, RecvFrom: -1},
+				{Tag: TagFoldOut, SendTo: -1, RecvFrom: id + 1, Replace: true},
 			}
 		}
-		plan = append(plan, Step{Tag: tagFoldIn, SendTo: -1, RecvFrom: id - 1})
+		plan = append(plan, Step{Tag: TagFoldIn, SendTo: -1, RecvFrom: id - 1})
 		newRank = id / 2
 	}
 	// Exchange among the p remaining ranks.
@@ -110,7 +111,7 @@ func Schedule(id, n int) []Step {
 	}
 	// Fold out.
 	if id < 2*r {
-		plan = append(plan, Step{Tag: tagFoldOut, SendTo: id - 1, RecvFrom: -1})
+		plan = append(plan, Step{Tag: TagFoldOut, SendTo: id - 1, RecvFrom: -1})
 	}
 	return plan
 }

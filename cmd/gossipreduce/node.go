@@ -170,7 +170,6 @@ func nonNilIDs(ids []gossip.NodeID) []gossip.NodeID {
 	return ids
 }
 
-// coverage describes the members a result covers: "7 of 8 members live,
 // parseVector reads "1.5,2,-3" into finite float64s.
 func parseVector(s string) ([]float64, error) {
 	var v []float64

@@ -365,7 +365,7 @@ func printCoverage(w io.Writer, o runOutput) {
 	if most != *o.Live {
 		live = fmt.Sprintf("%d to %d", *o.Live, most)
 	}
-	fmt.Fprintf(w, "  covers          runs differ: %s of %d members live; absent in some run: %s\n", live, o.Nodes, livegroup.IDList(o.Absent))
+	fmt.Fprintf(w, "  covers          runs differ: inputs of %s of %d members; absent in some run: %s\n", live, o.Nodes, livegroup.IDList(o.Absent))
 	const lines = 10
 	shown := 0
 	for _, r := range o.PerRun {

@@ -270,10 +270,12 @@ func (o *Outcome) Check() Verdict {
 	return v
 }
 
-// Coverage says which of n members a result covers: "16 of 16 members
-// live, none absent", or "14 of 16 members live, absent 3 9".
+// Coverage says whose inputs of n members a result covers: "inputs of 16
+// of 16 members, none absent", or "inputs of 14 of 16 members, absent 3 9".
+// A covered input may be of a member that has died since it contributed
+// (dimension exchange keeps it), so the count is not of members alive.
 func Coverage(live, n int, absent []gossip.NodeID) string {
-	s := fmt.Sprintf("%d of %d members live", live, n)
+	s := fmt.Sprintf("inputs of %d of %d members", live, n)
 	if len(absent) == 0 {
 		return s + ", none absent"
 	}

@@ -40,7 +40,7 @@ func TestCheckCoverage(t *testing.T) {
 	o.Results[3] = res(3)
 	v = o.Check()
 	require.Error(t, v.Err)
-	assert.Contains(t, v.Err.Error(), "members disagree on what the result covers: node 0 has 3 of 4 members live, absent 2, node 3 4 of 4 members live, none absent")
+	assert.Contains(t, v.Err.Error(), "members disagree on what the result covers: node 0 has inputs of 3 of 4 members, absent 2, node 3 inputs of 4 of 4 members, none absent")
 
 	o.Errs = []error{errors.New("boom"), errors.New("boom"), nil, errors.New("boom")}
 	v = o.Check()
