@@ -36,11 +36,13 @@
 // the partial of its partner's subcube of 2^k ranks, and any member of that
 // subcube has sent exactly those bits to its own partner. So a node whose
 // partner stays silent (it died after contributing, or it is merely slow)
-// asks the partner's subcube members in turn, from its third ask on, and
-// takes the partial from whichever answers; a folded rank waiting for the
-// result asks every node in turn, and any that has finished answers. Every
-// answer is a copy of bits the schedule computed anyway, so the result
-// keeps its bits and still covers every input, the dead node's too.
+// asks, from its third ask on, the partner's subcube members in turn and,
+// between them, the other nodes in turn for the result, and takes
+// whichever answer comes first; a folded rank waiting for the result asks
+// every node in turn. Any finished node answers for the result (which
+// helps when the partner's whole subcube is dead). Every answer is a copy
+// of bits the schedule computed anyway, so the result keeps its bits and
+// still covers every input, the dead node's too.
 //
 // What cannot be asked for is an input that never left its node: a node
 // that dies before its first send (and, when it folds in, its partner
@@ -106,6 +108,7 @@ type Machine struct {
 	next    int         // index into plan of the step under way
 	sent    [][]float64 // per step: the partial this node sent (x…, w), nil before
 	got     [][]float64 // per step: the partner's verified partial, nil before
+	jump    []float64   // the result, taken from another node instead of the steps left
 	started bool
 	final   bool
 
@@ -232,32 +235,39 @@ func (m *Machine) Idle(out []gossip.Message) []gossip.Message { return m.Tick(ou
 func (m *Machine) resend(out []gossip.Message) []gossip.Message {
 	m.backoff = min(2*m.backoff, maxBackoff)
 	s := m.plan[m.next]
-	to := m.askee(s, m.tries)
+	to, tag := m.askee(s, m.tries)
 	m.tries++
 	m.cnt.Resends++
-	if p := m.sent[m.next]; p != nil && s.SendTo == s.RecvFrom {
-		return append(out, m.message(to, s.Tag|flagAsk, p))
+	if p := m.sent[m.next]; p != nil && s.SendTo == s.RecvFrom && tag == s.Tag {
+		return append(out, m.message(to, tag|flagAsk, p))
 	}
-	return append(out, m.message(to, s.Tag|flagAsk|flagEmpty, nil))
+	return append(out, m.message(to, tag|flagAsk|flagEmpty, nil))
 }
 
-// askee returns the node the try-th ask of step s goes to: the partner for
-// the first alternateFrom, then in turn the other members of the partner's
-// subcube (a hypercube step) or every other node (the fold-out, whose
-// result any finished node has), coming back to the partner once a round.
-// A fold-in partial is only ever at the node that folds in.
-func (m *Machine) askee(s rdb.Step, try int) int {
+// askee returns the node the try-th ask of step s goes to, and the tag
+// to ask with: the partner for the first alternateFrom asks, then every
+// other ask one of the other members of the partner's subcube in turn (a
+// hypercube step; they hold the same partial) and, between them, one of
+// the other nodes in turn for the result, which any finished node has
+// (when the whole subcube is dead, or a partial its members held died with
+// them, a node that got it some other way may have finished). A folded
+// rank waiting for the result asks every other node in turn; a fold-in
+// partial is only ever at the node that folds in.
+func (m *Machine) askee(s rdb.Step, try int) (int, uint64) {
 	if try < alternateFrom {
-		return s.RecvFrom
+		return s.RecvFrom, s.Tag
 	}
-	j := try - alternateFrom + 1
+	t := try - alternateFrom
+	other := func(j int) int { return (int(m.id) + 1 + j%(m.n-1)) % m.n } // every node but this one
 	switch k := cubeStep(s.Tag); {
+	case k >= 0 && t%2 == 0:
+		return m.nodeOf(m.rankOf(s.RecvFrom) ^ (t/2+1)%(1<<k)), s.Tag
 	case k >= 0:
-		return m.nodeOf(m.rankOf(s.RecvFrom) ^ j%(1<<k))
+		return other(t/2 + 1), rdb.TagFoldOut
 	case s.Tag == rdb.TagFoldOut:
-		return (s.RecvFrom + j%(m.n-1)) % m.n // never this node, the partner's predecessor
+		return other(t + 1), s.Tag
 	}
-	return s.RecvFrom
+	return s.RecvFrom, s.Tag
 }
 
 // Step takes a partner's message. Partials may arrive before the step they
@@ -287,7 +297,8 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	if carries && idx >= 0 && m.plan[idx].RecvFrom >= 0 && m.takesFrom(idx, from) {
 		recv = idx
 	}
-	if carries && recv < 0 || ask && !m.answers(idx, tag, from) {
+	result := carries && recv < 0 && tag == rdb.TagFoldOut // a result asked for around a dead subcube
+	if carries && recv < 0 && !result || ask && !m.answers(idx, tag, from) {
 		return out, fmt.Errorf("exchange: %w: step %d from %d is not in node %d's schedule", gossip.ErrForeignMessage, tag, from, m.id)
 	}
 	if !m.verify(msg) {
@@ -298,6 +309,21 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 		return out, nil
 	}
 	m.started = true
+	if result {
+		if m.final {
+			m.cnt.Duplicates++
+		} else {
+			m.jump = append([]float64(nil), msg.Payload[:m.k+1]...)
+			copy(m.y, m.jump)
+			m.yHash = hashWords(m.y)
+			// Skip to the end, or to the fold-out this node still owes its
+			// folded neighbour (advance sends it).
+			m.next = len(m.plan)
+			if last := len(m.plan) - 1; last >= 0 && m.plan[last].Tag == rdb.TagFoldOut && m.plan[last].SendTo >= 0 && m.sent[last] == nil {
+				m.next = last
+			}
+		}
+	}
 	if recv >= 0 {
 		if m.got[recv] != nil || recv < m.next {
 			m.cnt.Duplicates++
@@ -396,6 +422,11 @@ func (m *Machine) check() {
 		return
 	}
 	m.cnt.Repairs++
+	if m.jump != nil {
+		copy(m.y, m.jump)
+		m.yHash = hashWords(m.y)
+		return
+	}
 	copy(m.y, m.input)
 	for i := range m.next {
 		if s := m.plan[i]; s.RecvFrom >= 0 {

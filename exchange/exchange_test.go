@@ -1,6 +1,7 @@
 package exchange_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -285,11 +286,23 @@ func TestRejectsWhatIsNotInTheSchedule(t *testing.T) {
 // maxTicks times, and reports how many live nodes finished.
 func crashRun(t *testing.T, net *gossiptest.Net, c gossip.NodeID, after, maxTicks int) int {
 	t.Helper()
-	net.Dead = map[gossip.NodeID]bool{c: after == 0}
+	return crashesRun(t, net, map[gossip.NodeID]int{c: after}, maxTicks)
+}
+
+// crashesRun is crashRun with several nodes dying, each after its own
+// number of sends.
+func crashesRun(t *testing.T, net *gossiptest.Net, after map[gossip.NodeID]int, maxTicks int) int {
+	t.Helper()
+	net.Dead = map[gossip.NodeID]bool{}
+	for c, a := range after {
+		net.Dead[c] = a == 0
+	}
 	net.Start()
 	for ticks := 0; ticks < maxTicks && !liveDone(net); {
-		if net.Sent[c] >= after {
-			net.Dead[c] = true
+		for c, a := range after {
+			if net.Sent[c] >= a {
+				net.Dead[c] = true
+			}
 		}
 		ok, err := net.DeliverOne()
 		require.NoError(t, err)
@@ -309,6 +322,29 @@ func crashRun(t *testing.T, net *gossiptest.Net, c gossip.NodeID, after, maxTick
 		}
 	}
 	return done
+}
+
+// TestDeadSubcubeResultFromAnyone: of 8 nodes, 2 and 3 die: 2 after its
+// steps 1 and 2 (so node 0 has the partial of {2, 3}), 3 after its step 1
+// only (so node 1, waiting for that partial, finds nobody in {2, 3} to
+// ask). Node 1 asks around for the result, which node 0 has, and every
+// live node ends with the fault-free bits.
+func TestDeadSubcubeResultFromAnyone(t *testing.T) {
+	const n, seed = 8, 17
+	want := reference(t, n, seed)
+	ms, _ := build(t, n, seed)
+	net := gossiptest.NewNet(ms, seed)
+	require.Equal(t, n-2, crashesRun(t, net, map[gossip.NodeID]int{2: 2, 3: 1}, 1000))
+	for i, m := range ms {
+		if i == 2 || i == 3 {
+			continue
+		}
+		var got []uint64
+		for _, v := range m.Estimate(nil) {
+			got = append(got, math.Float64bits(v))
+		}
+		require.Equal(t, want, got, "node %d", i)
+	}
 }
 
 func liveDone(net *gossiptest.Net) bool {
@@ -385,18 +421,22 @@ func TestAsksTurnToThePartnersSubcube(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, sent, 1)
 	require.Equal(t, gossip.NodeID(2), sent[0].To)
-	var asked []gossip.NodeID
+	var asked []string
 	var toThree gossip.Message
-	for range 100 {
+	for range 150 {
 		for _, msg := range m0.Idle(nil) {
-			asked = append(asked, msg.To)
-			if msg.To == 3 {
+			what := "step"
+			if msg.Tag&(1<<20) != 0 {
+				what = "result"
+			}
+			asked = append(asked, fmt.Sprint(msg.To, " ", what))
+			if msg.To == 3 && what == "step" {
 				toThree = msg
 			}
 		}
 	}
-	require.GreaterOrEqual(t, len(asked), 5)
-	assert.Equal(t, []gossip.NodeID{2, 2, 3, 2, 3}, asked[:5])
+	require.GreaterOrEqual(t, len(asked), 6)
+	assert.Equal(t, []string{"2 step", "2 step", "3 step", "2 result", "2 step", "3 result"}, asked[:6])
 	// Node 3 has not reached step 2: it takes node 0's partial (node 0 is
 	// in its partner's subcube) but has nothing to answer with yet.
 	ans, err := ms[3].Step(toThree, nil)

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/gossip"
@@ -77,6 +80,7 @@ func runSim(ctx context.Context, args []string, out *stdio) error {
 		slow     = fs.Float64("slow", 0, "with --runtime: share of the members that are starved (slowed and paused once)")
 		slowBy   = fs.Float64("slow-factor", 10, "with --runtime: how many times slower a starved member handles each event")
 		pause    = fs.Duration("pause", 0, "with --runtime: how long a starved member stops once (0: a fifth of the suspect timeout)")
+		window   = fs.Duration("window", 30*time.Millisecond, "with --runtime: crashes and pauses fall at moments drawn from this first stretch of each operation (a fault-free exchange of 64 members takes about 0.4 ms, PFCC of 1,024 about 20 ms)")
 	)
 	fs.Var(&seed, "seed", "random seed (default: drawn at random and printed)")
 	if err := parseFlags(fs, args); err != nil {
@@ -106,11 +110,17 @@ func runSim(ctx context.Context, args []string, out *stdio) error {
 	if *runtime {
 		return runRuntimeSim(ctx, fs, args, runtimeSimFlags{
 			algo: *algoName, topo: *topo, nodes: *nodes, eps: *eps, runs: *runs, loss: *loss,
-			crash: *crash, slow: *slow, slowBy: *slowBy, pause: *pause, json: *asJSON, seed: &seed,
+			crash: *crash, slow: *slow, slowBy: *slowBy, pause: *pause, window: *window, json: *asJSON, seed: &seed,
 		}, out)
 	}
-	if *slow != 0 {
-		return usagef("--slow needs --runtime")
+	var runtimeOnly []string
+	fs.Visit(func(fl *flag.Flag) {
+		if slices.Contains([]string{"slow", "slow-factor", "pause", "window"}, fl.Name) {
+			runtimeOnly = append(runtimeOnly, "--"+fl.Name)
+		}
+	})
+	if len(runtimeOnly) > 0 {
+		return usagef("%s: needs --runtime", strings.Join(runtimeOnly, ", "))
 	}
 	g, err := topology.Parse(*topo, *nodes)
 	if err != nil {

@@ -21,6 +21,7 @@ type runtimeSimFlags struct {
 	crash, slow float64
 	slowBy      float64
 	pause       time.Duration
+	window      time.Duration
 	json        bool
 	seed        *seedFlag
 }
@@ -36,6 +37,7 @@ type runtimeSimOutput struct {
 	Loss     float64 `json:"loss"`
 	Crash    float64 `json:"crash"`
 	Slow     float64 `json:"slow"`
+	WindowMS float64 `json:"window_ms"`
 	Seed     uint64  `json:"seed"`
 	LastSeed uint64  `json:"last_seed"`
 	simnet.MeasureReport
@@ -45,7 +47,7 @@ type runtimeSimOutput struct {
 
 // runtimeFlags are the flags sim --runtime takes;
 // the others describe the algorithm-only simulator and are refused.
-var runtimeFlags = []string{"algo", "topology", "nodes", "eps", "runs", "loss", "crash", "slow", "slow-factor", "pause", "json", "seed", "runtime"}
+var runtimeFlags = []string{"algo", "topology", "nodes", "eps", "runs", "loss", "crash", "slow", "slow-factor", "pause", "window", "json", "seed", "runtime", "quiet"}
 
 func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runtimeSimFlags, out *stdio) error {
 	var stray []string
@@ -75,6 +77,9 @@ func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runti
 	if f.pause < 0 {
 		return usagef("--pause %v must be ≥ 0", f.pause)
 	}
+	if f.window <= 0 {
+		return usagef("--window %v must be > 0", f.window)
+	}
 	crash := f.crash
 	if crash >= 1 {
 		crash /= float64(f.nodes)
@@ -82,6 +87,7 @@ func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runti
 	cfg := simnet.MeasureConfig{
 		Net:  simnet.Config{Nodes: f.nodes, Topology: f.topo, Algorithm: f.algo, Loss: f.loss},
 		Runs: f.runs, Crash: crash, Slow: f.slow, SlowFactor: f.slowBy, Pause: f.pause,
+		Window: f.window,
 	}
 	if epsSet {
 		cfg.Net.Epsilon = f.eps // else the runtime's default, not the simulator's
@@ -102,7 +108,7 @@ func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runti
 	}
 	o := runtimeSimOutput{
 		Algo: f.algo, Topology: f.topo, Nodes: f.nodes, Mode: "runtime", Eps: f.eps, Loss: f.loss,
-		Crash: crash, Slow: f.slow, Seed: cfg.Net.Seed, LastSeed: cfg.Net.Seed + uint64(rep.Runs) - 1,
+		Crash: crash, Slow: f.slow, WindowMS: float64(f.window) / float64(time.Millisecond), Seed: cfg.Net.Seed, LastSeed: cfg.Net.Seed + uint64(rep.Runs) - 1,
 		MeasureReport: rep, WallSeconds: time.Since(start).Seconds(), Replay: replay,
 	}
 	if !epsSet {
@@ -113,7 +119,7 @@ func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runti
 	}
 	fmt.Fprintf(out.Stdout, "runtime of %s on %s, %d members, eps %g, %d run(s), seeds %d…%d\n",
 		o.Algo, o.Topology, o.Nodes, o.Eps, o.Runs, o.Seed, o.LastSeed)
-	fmt.Fprintf(out.Stdout, "  faults           crash %g, slow %g (×%g, paused once), loss %g\n", o.Crash, o.Slow, f.slowBy, o.Loss)
+	fmt.Fprintf(out.Stdout, "  faults           crash %g, slow %g (×%g, paused once), loss %g, within the first %v\n", o.Crash, o.Slow, f.slowBy, o.Loss, f.window)
 	fmt.Fprintf(out.Stdout, "  failed           %d of %d runs (%d members)\n", o.Failed, o.Runs, o.FailedMembers)
 	fmt.Fprintf(out.Stdout, "  wrong            %d\n", o.Wrong)
 	fmt.Fprintf(out.Stdout, "  false deaths     %d\n", o.FalseDeaths)

@@ -141,7 +141,7 @@ func TestSimRuntimeJSONContract(t *testing.T) {
 	args := []string{"sim", "--runtime", "--nodes", "32", "--algo", "pfcc", "--crash", "0.05", "--slow", "0.1", "--loss", "0.01", "--runs", "2", "--seed", "4", "--json"}
 	obj := jsonObject(t, args...)
 	// The field names issue 10 and docs/design.md promise.
-	for _, f := range []string{"failed", "wrong", "false_deaths", "msgs_per_node", "time_L", "wall_seconds", "seed", "replay"} {
+	for _, f := range []string{"failed", "wrong", "false_deaths", "msgs_per_node", "time_L", "wall_seconds", "seed", "replay", "window_ms"} {
 		assert.Contains(t, obj, f)
 	}
 	assert.Equal(t, "runtime", obj["mode"])
@@ -167,7 +167,9 @@ func TestSimRuntimeRefusesAlgorithmSimulatorFlags(t *testing.T) {
 		{"sim", "--runtime", "--slow-factor", "0.5"},
 		{"sim", "--runtime", "--crash", "2.5"},
 		{"sim", "--runtime", "--nodes", "8", "--crash", "8"},
+		{"sim", "--runtime", "--window", "0s"},
 		{"sim", "--slow", "0.1"},
+		{"sim", "--window", "1ms"},
 	} {
 		code, _, stderr := runCLI(t, args...)
 		assert.Equal(t, 2, code, "%v: %s", args, stderr)
