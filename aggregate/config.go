@@ -49,7 +49,11 @@ type Config struct {
 	// Topology is the overlay (see topology.Parse). Default "complete".
 	Topology string
 	// Algorithm is an algo name. Default "pfcc", the one that survives
-	// message loss, crashes and bit flips.
+	// message loss, crashes and bit flips. "exchange" costs about what
+	// recursive doubling does and survives loss, bit flips and members
+	// that crash after their input left them (the result keeps their
+	// input), but not a member that dies before its first send: that
+	// operation ends with ErrNotConverged (docs/live.md).
 	Algorithm string
 	// Epsilon is the target relative accuracy of the result. Default 1e-9.
 	Epsilon float64
