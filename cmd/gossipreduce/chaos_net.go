@@ -111,15 +111,27 @@ func connectRetry(ctx context.Context, urls []string, o transport.NATSOptions) (
 	if !ok {
 		deadline = time.Now().Add(10 * time.Second)
 	}
+	var last error // the last error that says why, not just that time ran out
 	for {
 		tr, err := transport.Connect(ctx, urls, o)
-		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
-			return tr, err
+		switch {
+		case err == nil:
+			return tr, nil
+		case errors.Is(err, transport.ErrAuth) || errors.Is(err, transport.ErrTLS):
+			// Refused credentials or certificates stay refused: trying again
+			// until the deadline only hid the reason behind "context
+			// deadline exceeded" when the last try was cut short.
+			return nil, err
+		case last == nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
+			last = err
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, last
 		}
 		select {
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
-			return nil, err
+			return nil, last
 		}
 	}
 }

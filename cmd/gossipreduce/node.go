@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,7 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 		timeout  = fs.Duration("timeout", 30*time.Second, "give up after this long, connecting (retried until then) and joining included")
 		suspect  = fs.Duration("suspect", time.Second, "silence after which a member is declared dead")
 		asJSON   = fs.Bool("json", false, "print one JSON object (also when the node fails, with an error field)")
+		linger   = fs.Duration("linger", time.Second, "after its result, stay in the group this long before leaving, answering members still at it (a partner that lost a message; with exchange, a member asking for a partial or the result that only finished members hold); 0 leaves at once")
 	)
 	nf := addNATSFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -89,7 +91,11 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 	ws := newWarnings("node", out)
 	ws.warnPushSum(*algoName, nil)
 	ws.warnNoKey(nf, subjectPrefix(nf.prefix)+"."+*group+".*")
-	err = joinAndReduce(ctx, &o, nf, strings.Split(*natsURL, ","), cfg, vec, *sum, *timeout)
+	if *linger < 0 {
+		return usagef("--linger %v must be ≥ 0", *linger)
+	}
+	leave, err := joinAndReduce(ctx, &o, nf, strings.Split(*natsURL, ","), cfg, vec, *sum, *timeout)
+	defer leave(ctx, *linger)
 	o.Warnings = ws.list
 	if err != nil {
 		o.Error = err.Error()
@@ -111,14 +117,38 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 }
 
 // joinAndReduce connects, joins the group and runs the node's one
-// operation, filling in o what it learns, also when it fails.
-func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []string, cfg aggregate.Config, vec []float64, sum bool, timeout time.Duration) error {
+// operation, filling in o what it learns, also when it fails. The member
+// stays in the group until leave is called: after a result, leave waits
+// up to linger (or until ctx ends) first, so that members still at the
+// operation can be answered, and the messages queued for peers whose
+// session was not yet established get out, before the node closes.
+// Leaving at once cost an operation its result in a real-process test:
+// a member stopped (SIGSTOP) during start-up finished from buffered
+// messages the moment it resumed and exited, its schedule messages to
+// three peers still queued, and the members that could have answered
+// for them had exited too.
+func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []string, cfg aggregate.Config, vec []float64, sum bool, timeout time.Duration) (leave func(context.Context, time.Duration), err error) {
+	var closers []func() error
+	stay := false
+	leave = func(ctx context.Context, linger time.Duration) {
+		if stay && linger > 0 {
+			t := time.NewTimer(linger)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}
 	// The transport's own logs (a lost connection, a reconnection) go to
 	// stderr; its warning about a missing key is the one this command
 	// gives in its own words.
 	opts, err := nf.options(transport.Options{Logger: slog.New(withoutNoKeyWarning{slog.Default().Handler()})})
 	if err != nil {
-		return err
+		return leave, err
 	}
 	opts.Name = fmt.Sprintf("gossipreduce-%s-%d", cfg.Group, cfg.ID)
 	// The timeout bounds everything: a server not up yet is tried again
@@ -127,17 +157,17 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []str
 	defer cancel()
 	tr, err := connectRetry(ctx, urls, opts)
 	if errors.Is(err, nats.ErrNoServers) {
-		return fmt.Errorf("%w (no NATS server answered within --timeout %v: start one with `gossipreduce server --port 4222`, or point --nats at yours)", err, timeout)
+		return leave, fmt.Errorf("%w (no NATS server answered within --timeout %v: start one with `gossipreduce server --port 4222`, or point --nats at yours)", err, timeout)
 	}
 	if err != nil {
-		return err
+		return leave, err
 	}
-	defer tr.Close()
+	closers = append(closers, tr.Close)
 	nd, err := aggregate.Join(ctx, tr, cfg)
 	if err != nil {
-		return err
+		return leave, err
 	}
-	defer nd.Close()
+	closers = append(closers, nd.Close)
 	do := nd.Average
 	if sum {
 		do = nd.Sum
@@ -154,11 +184,12 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []str
 		if o.dropCounts.any() {
 			err = fmt.Errorf("%w (messages dropped by the transport: %v)", err, o.dropCounts)
 		}
-		return err
+		return leave, err
 	}
 	root := int(res.Root)
 	o.Result, o.Live, o.Absent, o.Root = res.Value, &res.Live, nonNilIDs(res.Absent), &root
-	return nil
+	stay = true
+	return leave, nil
 }
 
 // nonNilIDs returns ids, or an empty list for nil (JSON [] rather than

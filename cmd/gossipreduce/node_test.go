@@ -49,14 +49,17 @@ func TestNodeBadInput(t *testing.T) {
 		"id range":    {"node", "--id", "2", "--nodes", "2", "--value", "1"},
 		"bad eps":     {"node", "--id", "0", "--nodes", "2", "--value", "1", "--eps", "-1"},
 		"stray token": {"node", "extra"},
+		"linger":      {"node", "--id", "0", "--nodes", "2", "--value", "1", "--linger", "-1s"},
 	} {
 		code, _, stderr := runCLI(t, args...)
 		assert.Equal(t, 2, code, "%s: %s", name, stderr)
 	}
 	// Nobody listening: a clear error, exit 1.
-	code, _, stderr := runCLI(t, "node", "--nats", "nats://127.0.0.1:1", "--id", "0", "--nodes", "2", "--value", "1")
+	code, _, stderr := runCLI(t, "node", "--nats", "nats://127.0.0.1:1", "--id", "0", "--nodes", "2", "--value", "1", "--timeout", "2s")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "transport:")
+	// The reason survives the retries that run out the timeout.
+	assert.Contains(t, stderr, "no NATS server answered within --timeout 2s")
 }
 
 func TestBenchJSONContract(t *testing.T) {
