@@ -55,7 +55,6 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"math/bits"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/rdb"
@@ -112,11 +111,11 @@ type Machine struct {
 	started bool
 	final   bool
 
-	rank, folded int // this node's rank in the hypercube (-1: it folds in); nodes folded in
-	ticks        int // driver calls spent waiting in this step
-	backoff      int // half the calls to wait before the next resend
-	tries        int // asks sent in this step
-	cnt          Counters
+	rank    int // this node's rank in the hypercube (rdb.Rank; -1: it folds in)
+	ticks   int // driver calls spent waiting in this step
+	backoff int // half the calls to wait before the next resend
+	tries   int // asks sent in this step
+	cnt     Counters
 }
 
 // New builds the exchange machine of node cfg.ID among cfg.Overlay.Len()
@@ -135,30 +134,9 @@ func New(cfg gossip.Config) (*Machine, error) {
 		sent: make([][]float64, len(plan)), got: make([][]float64, len(plan)),
 		backoff: 1,
 	}
-	m.folded = n - 1<<(bits.Len(uint(n))-1)
-	m.rank = m.rankOf(int(cfg.ID))
+	m.rank = rdb.Rank(int(cfg.ID), n)
 	m.yHash = hashWords(m.y)
 	return m, nil
-}
-
-// rankOf returns node id's rank in the hypercube of the nodes left after
-// the fold (rdb.Schedule), or -1 for a node that folds into its neighbour.
-func (m *Machine) rankOf(id int) int {
-	if id < 2*m.folded {
-		if id%2 == 0 {
-			return -1
-		}
-		return id / 2
-	}
-	return id - m.folded
-}
-
-// nodeOf is rankOf's inverse.
-func (m *Machine) nodeOf(rank int) int {
-	if rank < m.folded {
-		return 2*rank + 1
-	}
-	return rank + m.folded
 }
 
 // cubeStep returns the hypercube step (0 …) that tag names, or -1 for the
@@ -183,7 +161,7 @@ func (m *Machine) stepOf(tag uint64) int {
 // supplies reports whether node from holds the partial this node needs in
 // step k of the hypercube: it is in the partner's subcube of 2^k ranks.
 func (m *Machine) supplies(from, k int) bool {
-	r := m.rankOf(from)
+	r := rdb.Rank(from, m.n)
 	return r >= 0 && m.rank >= 0 && r>>k == (m.rank>>k)^1
 }
 
@@ -261,7 +239,7 @@ func (m *Machine) askee(s rdb.Step, try int) (int, uint64) {
 	other := func(j int) int { return (int(m.id) + 1 + j%(m.n-1)) % m.n } // every node but this one
 	switch k := cubeStep(s.Tag); {
 	case k >= 0 && t%2 == 0:
-		return m.nodeOf(m.rankOf(s.RecvFrom) ^ (t/2+1)%(1<<k)), s.Tag
+		return rdb.Node(rdb.Rank(s.RecvFrom, m.n)^(t/2+1)%(1<<k), m.n), s.Tag
 	case k >= 0:
 		return other(t/2 + 1), rdb.TagFoldOut
 	case s.Tag == rdb.TagFoldOut:

@@ -78,39 +78,52 @@ func New(cfg gossip.Config) (*Machine, error) {
 	}, nil
 }
 
+// Rank returns node id's rank among the 2^⌊log2 n⌋ nodes left in the
+// hypercube once the extra ranks have folded in, or -1 for a node that
+// folds into its odd neighbour: the first 2(n − 2^⌊log2 n⌋) nodes pair up,
+// the even one of each pair folding into the odd one.
+func Rank(id, n int) int {
+	r := n - 1<<(bits.Len(uint(n))-1)
+	switch {
+	case id >= 2*r:
+		return id - r
+	case id%2 == 0:
+		return -1
+	}
+	return id / 2
+}
+
+// Node is Rank's inverse: the node holding hypercube rank rank among n.
+func Node(rank, n int) int {
+	r := n - 1<<(bits.Len(uint(n))-1)
+	if rank < r {
+		return 2*rank + 1
+	}
+	return rank + r
+}
+
 // Schedule returns node id's steps among n nodes, in order: the schedule
 // described in the package documentation. Package exchange runs the same
 // schedule with repairs.
 func Schedule(id, n int) []Step {
-	p := 1 << (bits.Len(uint(n)) - 1) // largest power of two ≤ n
-	r := n - p
-	d := bits.Len(uint(p)) - 1
+	rank := Rank(id, n)
+	if rank < 0 {
+		return []Step{
+			{Tag: TagFoldIn, SendTo: id + 1, RecvFrom: -1},
+			{Tag: TagFoldOut, SendTo: -1, RecvFrom: id + 1, Replace: true},
+		}
+	}
+	folded := id < 2*(n-1<<(bits.Len(uint(n))-1))
 	var plan []Step
-	// Fold in.
-	newRank := id - r
-	if id < 2*r {
-		if id%2 == 0 {
-			return []Step{
-				{Tag: TagFoldIn, SendTo: id + 1, RecvFrom: -1},
-				{Tag: TagFoldOut, SendTo: -1, RecvFrom: id + 1, Replace: true},
-			}
-		}
+	if folded {
 		plan = append(plan, Step{Tag: TagFoldIn, SendTo: -1, RecvFrom: id - 1})
-		newRank = id / 2
 	}
-	// Exchange among the p remaining ranks.
-	real := func(nr int) int {
-		if nr < r {
-			return 2*nr + 1
-		}
-		return nr + r
-	}
-	for k := range d {
-		peer := real(newRank ^ 1<<k)
+	// Exchange among the remaining ranks.
+	for k := range bits.Len(uint(n)) - 1 {
+		peer := Node(rank^1<<k, n)
 		plan = append(plan, Step{Tag: uint64(k + 1), SendTo: peer, RecvFrom: peer})
 	}
-	// Fold out.
-	if id < 2*r {
+	if folded {
 		plan = append(plan, Step{Tag: TagFoldOut, SendTo: id - 1, RecvFrom: -1})
 	}
 	return plan

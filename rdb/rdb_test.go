@@ -138,3 +138,23 @@ func TestEarlyMessageWaitsForItsStep(t *testing.T) {
 	assert.True(t, m.Done())
 	assert.Equal(t, []float64{2}, m.Estimate(nil))
 }
+
+// TestRankIsNodesInverse: every node that does not fold in has a distinct
+// hypercube rank below 2^⌊log2 n⌋, and Node maps it back.
+func TestRankIsNodesInverse(t *testing.T) {
+	for n := 1; n <= 70; n++ {
+		p := 1 << (bits.Len(uint(n)) - 1)
+		seen := make([]bool, p)
+		for id := range n {
+			r := rdb.Rank(id, n)
+			if r < 0 {
+				continue
+			}
+			require.Less(t, r, p, "n=%d id=%d", n, id)
+			require.False(t, seen[r], "n=%d rank %d twice", n, r)
+			seen[r] = true
+			require.Equal(t, id, rdb.Node(r, n), "n=%d", n)
+		}
+		require.NotContains(t, seen, false, "n=%d", n)
+	}
+}
