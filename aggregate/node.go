@@ -181,7 +181,9 @@ func (n *Node) setStats(s Stats) {
 // Close leaves the group: it tells the other members (so that they stop
 // counting this one from their next operation without waiting for it to
 // fall silent), stops the node and closes its endpoint. An operation under
-// way returns ErrClosed. Close is safe to call more than once.
+// way returns ErrClosed. Close is safe to call more than once. Right
+// after an operation, prefer Leave, which first answers the members still
+// at it.
 func (n *Node) Close() error {
 	var err error
 	n.once.Do(func() {
@@ -190,6 +192,24 @@ func (n *Node) Close() error {
 		err = n.ep.Close()
 	})
 	return err
+}
+
+// Leave leaves the group gracefully: it stays a member, answering the
+// others, until ctx ends, and then closes the node as Close does. A member
+// that closes the moment it has its result can take with it what others
+// still need from it: a message the transport holds for a peer whose
+// session is not yet established (see transport's Stats.Unsent), a step
+// message a partner lost and asks for again, and, with the exchange
+// algorithm, the partials and the result that only finished members hold.
+// A service that stops after an operation should leave with a deadline of
+// about Config.Suspect (the node command lingers one second). Leave returns
+// Close's error; an operation started meanwhile returns ErrClosed.
+func (n *Node) Leave(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+	case <-n.quit:
+	}
+	return n.Close()
 }
 
 // ID returns the member's id.
