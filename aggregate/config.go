@@ -5,7 +5,9 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/algo"
@@ -74,8 +76,14 @@ type Config struct {
 	// far less often than one member on its own machine, and 256 members on
 	// two cores with Idle 4 ms added messages faster than they could read
 	// them (5,000 to 9,000 per member instead of 250); with 15 ms they
-	// needed 260 to 330. The gossipreduce run and bench commands use
-	// 120 µs × members / GOMAXPROCS when that is longer than 4 ms.
+	// needed 260 to 330. So the default adapts: 4 ticks, or, when that
+	// is longer, 120 µs × the Nodes open in this process (of any group) /
+	// GOMAXPROCS, read as each operation starts: 15 ms for 256 members on
+	// two cores. On its own machine a member hears a message every few
+	// microseconds; members sharing two cores at 256 hear one every 0.6 ms,
+	// and 120 µs × N / cores makes the idle period about twelve such gaps,
+	// a silence that comes by chance about once in e^12 ≈ 160,000 gaps.
+	// A positive Idle is used as given.
 	Idle time.Duration
 	// Suspect is how long a neighbour may stay silent during an operation
 	// before this node declares it dead and excludes it (it is probed first).
@@ -101,6 +109,29 @@ type resolved struct {
 	spec   algo.Spec
 	member member.Config
 	hash   uint64
+	// autoIdle: Idle was left to its default, which grows with the
+	// members open in this process (see opIdle).
+	autoIdle bool
+}
+
+// open counts the Nodes open in this process, of every group: members that
+// share the process's cores (see Config.Idle).
+var open atomic.Int64
+
+// opIdle is the idle period of an operation starting now: Config.Idle if
+// it was given, else the larger of the default and 120 µs per open member
+// per core.
+func (r *resolved) opIdle() time.Duration {
+	if !r.autoIdle {
+		return r.Idle
+	}
+	return sharedIdle(r.Idle, int(open.Load()), runtime.GOMAXPROCS(0))
+}
+
+// sharedIdle is the larger of idle and 120 µs per member per core, for
+// members sharing cores.
+func sharedIdle(idle time.Duration, members, cores int) time.Duration {
+	return max(idle, time.Duration(members)*120*time.Microsecond/time.Duration(max(cores, 1)))
 }
 
 // Validate reports the first problem that would make Join fail: a missing
@@ -112,6 +143,7 @@ func (c Config) Validate() error {
 }
 
 func (c Config) resolve() (*resolved, error) {
+	autoIdle := c.Idle == 0
 	d := member.Defaults{Topology: c.Topology, Algorithm: c.Algorithm, Epsilon: c.Epsilon, Tick: c.Tick, Idle: c.Idle, Suspect: c.Suspect}
 	d.Fill()
 	c.Topology, c.Algorithm, c.Epsilon, c.Tick, c.Idle, c.Suspect = d.Topology, d.Algorithm, d.Epsilon, d.Tick, d.Idle, d.Suspect
@@ -137,7 +169,7 @@ func (c Config) resolve() (*resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aggregate: %w", err)
 	}
-	r := &resolved{Config: c, graph: g, spec: spec}
+	r := &resolved{Config: c, graph: g, spec: spec, autoIdle: autoIdle}
 	r.member = member.Config{ID: c.ID, Graph: g, Algorithm: spec, Epsilon: c.Epsilon, Tau: c.Tau,
 		Idle: c.Idle, Suspect: c.Suspect, Tick: c.Tick, Seed: c.Seed, Injector: c.Injector, Logger: c.Logger}
 	if !spec.Finite {

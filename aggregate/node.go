@@ -93,6 +93,7 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 		ep.Close()
 		return nil, fmt.Errorf("aggregate: %w", err)
 	}
+	open.Add(1)
 	d := newDriver(n, mm)
 	d.m.Announce()
 	d.flush()
@@ -189,6 +190,7 @@ func (n *Node) Close() error {
 	n.once.Do(func() {
 		close(n.quit)
 		<-n.exited
+		open.Add(-1)
 		err = n.ep.Close()
 	})
 	return err

@@ -86,6 +86,10 @@ type Op struct {
 	// Sum asks for the sum (the average times the live count) instead of
 	// the average.
 	Sum bool
+	// Idle, if positive, replaces Config.Idle for this operation: the
+	// driver knows what the machine cannot, how many members share the
+	// process's cores (see aggregate.Config.Idle).
+	Idle time.Duration
 }
 
 // Outcome is how an operation ended.
@@ -724,7 +728,11 @@ func (m *Machine) tickOp(now time.Duration) {
 	// with a backoff, for what it waits for, turning to other members when
 	// its partner stays silent; rdb sends nothing), so it goes on in
 	// silence too: silence is what it is asking its way around.
-	if now-o.lastSend >= m.r.Idle && (o.cert == nil || now-o.lastHeard < m.r.Suspect) {
+	idle := m.r.Idle
+	if o.req.Idle > 0 {
+		idle = o.req.Idle
+	}
+	if now-o.lastSend >= idle && (o.cert == nil || now-o.lastHeard < m.r.Suspect) {
 		if id, ok := o.m.(idler); ok {
 			m.emit(now, id.Idle(m.scratch[:0]))
 		} else {

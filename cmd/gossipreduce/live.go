@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sort"
 	"time"
 
@@ -28,31 +27,10 @@ func (l *liveNet) Close() {
 	}
 }
 
-// sharedIdle is the aggregate.Config.Idle for n members sharing this
-// process's cores: the default 4 ms, or 120 µs per member per core if that
-// is longer (15 ms for 256 members on two cores).
-//
-// A member takes a gossip step on its own after a silence of Idle, and
-// every such step adds a message that circulates until the operation ends.
-// On its own machine a member hears a message every few microseconds and a
-// 4 ms silence means loss; members sharing two cores hear one every
-// 0.6 ms at 256 members (about 100,000 messages per second and core
-// through the embedded server), a 4 ms silence came by chance once in
-// e^6.7 ≈ 800 gaps, and the added messages drowned the exchange: 5,000 to
-// 9,000 messages per member instead of 250, sometimes no result in 30 s.
-// 120 µs·N/cores makes the silence about twelve average gaps (once in
-// e^12 ≈ 160,000).
-func sharedIdle(n int) time.Duration {
-	return max(4*time.Millisecond, time.Duration(n)*120*time.Microsecond/time.Duration(runtime.GOMAXPROCS(0)))
-}
-
 // runGroup runs one operation of a fresh group of len(inputs) members (see
-// livegroup.Run), with the Idle of members that share this process's
-// cores unless tmpl sets one.
+// livegroup.Run). The library's default Idle grows with the members that
+// share this process's cores (aggregate.Config.Idle).
 func runGroup(ctx context.Context, tr transport.Transport, tmpl aggregate.Config, inputs [][]float64, f livegroup.Faults, timeout time.Duration) (*livegroup.Outcome, error) {
-	if tmpl.Idle == 0 {
-		tmpl.Idle = sharedIdle(len(inputs))
-	}
 	o, err := livegroup.Run(ctx, tr, tmpl, inputs, f, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w (within --timeout %v)", err, timeout)

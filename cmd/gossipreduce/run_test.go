@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,14 +104,6 @@ func TestRunFailed(t *testing.T) {
 	for _, s := range []string{"max rel error", "identical", "Inf", "exact", "covers"} {
 		assert.NotContains(t, stdout, s)
 	}
-}
-
-func TestSharedIdleGrowsWithMembersPerCore(t *testing.T) {
-	cores := runtime.GOMAXPROCS(0)
-	assert.Equal(t, 4*time.Millisecond, sharedIdle(1), "one member keeps the library default")
-	// 120 µs per member per core: 1000·cores members give 120 ms.
-	assert.Equal(t, 120*time.Millisecond, sharedIdle(1000*cores))
-	assert.Greater(t, sharedIdle(2000*cores), sharedIdle(1000*cores))
 }
 
 func TestRunLiveBadInput(t *testing.T) {
