@@ -163,11 +163,11 @@ func (c Config) resolve() (*resolved, error) {
 	}
 	spec, err := algo.Lookup(c.Algorithm)
 	if err != nil {
-		return nil, fmt.Errorf("aggregate: %w", err)
+		return nil, err
 	}
 	g, err := topology.Parse(c.Topology, c.Nodes)
 	if err != nil {
-		return nil, fmt.Errorf("aggregate: %w", err)
+		return nil, err
 	}
 	r := &resolved{Config: c, graph: g, spec: spec, autoIdle: autoIdle}
 	r.member = member.Config{ID: c.ID, Graph: g, Algorithm: spec, Epsilon: c.Epsilon, Tau: c.Tau,
@@ -175,7 +175,7 @@ func (c Config) resolve() (*resolved, error) {
 	if !spec.Finite {
 		d, err := topology.Diameter(g)
 		if err != nil {
-			return nil, fmt.Errorf("aggregate: gossip needs a strongly connected overlay: %w", err)
+			return nil, fmt.Errorf("%w (gossip needs a strongly connected overlay)", err)
 		}
 		r.member.Diameter = d
 	}

@@ -118,7 +118,7 @@ func (d *driver) begin(rq *request) {
 	d.rq = rq
 	if err := d.m.Begin(d.now(), member.Op{Epoch: rq.req.Epoch, Values: rq.req.Values, Extremes: rq.req.Extremes, Sum: rq.sum, Idle: d.n.r.opIdle()}); err != nil {
 		d.rq = nil
-		rq.done(Result{}, fmt.Errorf("aggregate: %w", err))
+		rq.done(Result{}, err)
 	}
 }
 
@@ -148,7 +148,7 @@ func (d *driver) flush() {
 	if err := d.n.ep.Err(); err != nil {
 		// Another process holds this member's identity: neither may
 		// return a result, since the group counts one input for both.
-		d.m.Fail(d.now(), fmt.Errorf("aggregate: %w", err))
+		d.m.Fail(d.now(), err)
 	}
 	if out, ok := d.m.TakeOutcome(); ok && d.rq != nil {
 		rq := d.rq
@@ -157,7 +157,7 @@ func (d *driver) flush() {
 		err := out.Err
 		if err == nil {
 			if derr := d.n.ep.Err(); derr != nil {
-				err = fmt.Errorf("aggregate: %w", derr)
+				err = derr
 			}
 		}
 		if errors.Is(err, ErrNotConverged) {

@@ -171,8 +171,8 @@ func TestBadInputs(t *testing.T) {
 		"tick":         {Group: "g", Nodes: 2, Tick: time.Second, Suspect: time.Millisecond},
 	} {
 		_, err := aggregate.Join(context.Background(), tr, cfg)
-		assert.Error(t, err, name)
-		assert.Contains(t, err.Error(), "aggregate:", name)
+		require.Error(t, err, name)
+		assert.Equal(t, 1, gossiptest.PrefixCount(err), "%s: %q should name one package", name, err)
 	}
 	_, err = aggregate.Join(context.Background(), nil, aggregate.Config{Group: "g", Nodes: 1})
 	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)

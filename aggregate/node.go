@@ -76,7 +76,7 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 	}
 	ep, err := t.Open(ctx, transport.Group{Prefix: cfg.Prefix, Name: cfg.Group, ConfigHash: r.hash}, cfg.ID)
 	if err != nil {
-		return nil, fmt.Errorf("aggregate: join %s as %d: %w", cfg.Group, cfg.ID, err)
+		return nil, fmt.Errorf("join %s as %d: %w", cfg.Group, cfg.ID, err)
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -91,7 +91,7 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 	mm, err := member.New(mcfg)
 	if err != nil {
 		ep.Close()
-		return nil, fmt.Errorf("aggregate: %w", err)
+		return nil, err
 	}
 	open.Add(1)
 	d := newDriver(n, mm)
@@ -149,10 +149,10 @@ func checkRequest(r *resolved, req Request) error {
 		return fmt.Errorf("aggregate: %w: empty vector", gossip.ErrLength)
 	}
 	if err := gossip.CheckFinite(req.Values); err != nil {
-		return fmt.Errorf("aggregate: values: %w", err)
+		return fmt.Errorf("values: %w", err)
 	}
 	if err := gossip.CheckFinite(req.Extremes); err != nil {
-		return fmt.Errorf("aggregate: extremes: %w", err)
+		return fmt.Errorf("extremes: %w", err)
 	}
 	if len(req.Extremes) > 0 && r.spec.Finite {
 		return fmt.Errorf("aggregate: %w: extremes need a gossip algorithm, not %s", gossip.ErrInvalidConfig, r.Algorithm)

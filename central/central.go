@@ -35,7 +35,7 @@ type Machine struct {
 // New builds node cfg.ID's machine; the overlay only gives N.
 func New(cfg gossip.Config) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("central: %w", err)
+		return nil, err
 	}
 	m := &Machine{
 		id: cfg.ID, n: cfg.Overlay.Len(), epoch: cfg.Epoch,

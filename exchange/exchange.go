@@ -123,7 +123,7 @@ type Machine struct {
 // matters.
 func New(cfg gossip.Config) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("exchange: %w", err)
+		return nil, err
 	}
 	n := cfg.Overlay.Len()
 	plan := rdb.Schedule(int(cfg.ID), n)

@@ -38,7 +38,7 @@ func ParseWeightMode(s string) (WeightMode, error) {
 	case "sum":
 		return Sum, nil
 	}
-	return 0, fmt.Errorf("%w: weight mode %q (want average or sum)", ErrInvalidConfig, s)
+	return 0, fmt.Errorf("gossip: %w: weight mode %q (want average or sum)", ErrInvalidConfig, s)
 }
 
 // Neighborhood is the overlay a node gossips on: who its neighbours are.
@@ -87,29 +87,29 @@ type Config struct {
 // in ErrInvalidConfig, ErrLength or ErrNotFinite.
 func (c *Config) Validate() error {
 	if c.Overlay == nil {
-		return fmt.Errorf("%w: no overlay", ErrInvalidConfig)
+		return fmt.Errorf("gossip: %w: no overlay", ErrInvalidConfig)
 	}
 	n := c.Overlay.Len()
 	if n < 1 {
-		return fmt.Errorf("%w: overlay has %d nodes", ErrInvalidConfig, n)
+		return fmt.Errorf("gossip: %w: overlay has %d nodes", ErrInvalidConfig, n)
 	}
 	if int64(c.ID) >= int64(n) {
-		return fmt.Errorf("%w: node id %d out of range [0, %d)", ErrInvalidConfig, c.ID, n)
+		return fmt.Errorf("gossip: %w: node id %d out of range [0, %d)", ErrInvalidConfig, c.ID, n)
 	}
 	if len(c.Value) == 0 {
-		return fmt.Errorf("%w: empty value vector", ErrLength)
+		return fmt.Errorf("gossip: %w: empty value vector", ErrLength)
 	}
 	if err := CheckFinite(c.Value); err != nil {
 		return fmt.Errorf("node %d input: %w", c.ID, err)
 	}
 	if c.Mode != Average && c.Mode != Sum {
-		return fmt.Errorf("%w: weight mode %d", ErrInvalidConfig, c.Mode)
+		return fmt.Errorf("gossip: %w: weight mode %d", ErrInvalidConfig, c.Mode)
 	}
 	if c.Resend < 0 {
-		return fmt.Errorf("%w: resend %d must be ≥ 0", ErrInvalidConfig, c.Resend)
+		return fmt.Errorf("gossip: %w: resend %d must be ≥ 0", ErrInvalidConfig, c.Resend)
 	}
 	if c.Tau < 0 || math.IsNaN(c.Tau) || math.IsInf(c.Tau, 0) {
-		return fmt.Errorf("%w: tau %v must be finite and ≥ 0", ErrInvalidConfig, c.Tau)
+		return fmt.Errorf("gossip: %w: tau %v must be finite and ≥ 0", ErrInvalidConfig, c.Tau)
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func (c *Config) Source() rand.Source {
 func CheckFinite(v []float64) error {
 	for i, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("%w: component %d is %v", ErrNotFinite, i, x)
+			return fmt.Errorf("gossip: %w: component %d is %v", ErrNotFinite, i, x)
 		}
 	}
 	return nil

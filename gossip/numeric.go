@@ -12,20 +12,20 @@ import (
 // equation 4.1 against which estimates are measured.
 func Aggregate(values [][]float64, weights []float64) ([]float64, error) {
 	if len(values) == 0 {
-		return nil, fmt.Errorf("%w: no values", ErrLength)
+		return nil, fmt.Errorf("gossip: %w: no values", ErrLength)
 	}
 	if len(weights) != len(values) {
-		return nil, fmt.Errorf("%w: %d weights for %d values", ErrLength, len(weights), len(values))
+		return nil, fmt.Errorf("gossip: %w: %d weights for %d values", ErrLength, len(weights), len(values))
 	}
 	k := len(values[0])
 	if k == 0 {
-		return nil, fmt.Errorf("%w: empty value vector", ErrLength)
+		return nil, fmt.Errorf("gossip: %w: empty value vector", ErrLength)
 	}
 	sums := make([]neumaier, k)
 	var w neumaier
 	for i, v := range values {
 		if len(v) != k {
-			return nil, fmt.Errorf("%w: node %d has %d components, node 0 has %d", ErrLength, i, len(v), k)
+			return nil, fmt.Errorf("gossip: %w: node %d has %d components, node 0 has %d", ErrLength, i, len(v), k)
 		}
 		if err := CheckFinite(v); err != nil {
 			return nil, fmt.Errorf("node %d: %w", i, err)
@@ -37,7 +37,7 @@ func Aggregate(values [][]float64, weights []float64) ([]float64, error) {
 	}
 	tw := w.total()
 	if tw == 0 || math.IsNaN(tw) || math.IsInf(tw, 0) {
-		return nil, fmt.Errorf("%w: total weight %v", ErrInvalidConfig, tw)
+		return nil, fmt.Errorf("gossip: %w: total weight %v", ErrInvalidConfig, tw)
 	}
 	out := make([]float64, k)
 	for c := range sums {

@@ -190,11 +190,11 @@ func New(cfg Config) (*Machine, error) {
 	}
 	plan, err := planFor(r.n)
 	if err != nil {
-		return nil, fmt.Errorf("member: result broadcast: %w", err)
+		return nil, fmt.Errorf("result broadcast: %w", err)
 	}
 	bn, err := broadcast.NewNode(plan, broadcast.NodeConfig{ID: r.ID, Clock: broadcast.ClockFromMessages, OncePerEpoch: true, Window: keepFinished})
 	if err != nil {
-		return nil, fmt.Errorf("member: result broadcast: %w", err)
+		return nil, fmt.Errorf("result broadcast: %w", err)
 	}
 	return &Machine{r: r, log: r.Logger.With("node", r.ID), bnode: bn, absent: newBitset(r.n)}, nil
 }
@@ -347,7 +347,7 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 		pinged: map[gossip.NodeID]time.Duration{}, told: map[gossip.NodeID]time.Duration{}}
 	m.cur = o
 	if err != nil {
-		m.finish(now, Result{}, fmt.Errorf("member: %w", err))
+		m.finish(now, Result{}, err)
 		return nil
 	}
 	if !r.Algorithm.Finite {

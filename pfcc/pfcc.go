@@ -31,5 +31,5 @@ const DefaultTau = 1e-11
 
 // New returns node cfg.ID's PFCC machine.
 func New(cfg gossip.Config) (*pushflow.Machine, error) {
-	return pushflow.NewChecked(cfg, pushflow.Cooperative, DefaultTau, "pfcc")
+	return pushflow.NewChecked(cfg, pushflow.Cooperative, DefaultTau)
 }

@@ -26,5 +26,5 @@ const DefaultTau = 1e-11
 
 // New returns node cfg.ID's PFLC machine.
 func New(cfg gossip.Config) (*pushflow.Machine, error) {
-	return pushflow.NewChecked(cfg, pushflow.Local, DefaultTau, "pflc")
+	return pushflow.NewChecked(cfg, pushflow.Local, DefaultTau)
 }

@@ -74,7 +74,6 @@ type Machine struct {
 	k       int // value components
 	width   int // words per flow: k+1, or k+2 with a checksum
 	kind    gossip.Kind
-	pkg     string
 	tagged  bool       // acknowledged flows (the concurrency fix)
 	corr    Correction // 0: no checksum
 	tau     float64
@@ -133,41 +132,41 @@ const repairResend = 8
 // keep flow conservation under concurrent, lost and reordered messages (see
 // the package documentation).
 func New(cfg gossip.Config) (*Machine, error) {
-	return build(cfg, "pushflow", true, 0)
+	return build(cfg, true, 0)
 }
 
 // NewPublished returns Push-Flow exactly as Algorithm 3: a received flow
 // always overwrites the local one, so concurrent messages violate flow
 // conservation until a later message repairs it (thesis 2.2.2, table 2.1).
 func NewPublished(cfg gossip.Config) (*Machine, error) {
-	return build(cfg, "pushflow", false, 0)
+	return build(cfg, false, 0)
 }
 
 // NewChecked returns the checksum-protected Push-Flow with the given
 // correction: Local is PFLC (Algorithm 5), Cooperative is PFCC (Algorithm 6).
-// cfg.Tau is the relative threshold; zero selects defaultTau. pkg prefixes
-// error messages. Packages pflc and pfcc call it; most callers want those.
-func NewChecked(cfg gossip.Config, c Correction, defaultTau float64, pkg string) (*Machine, error) {
+// cfg.Tau is the relative threshold; zero selects defaultTau. Packages pflc
+// and pfcc call it; most callers want those.
+func NewChecked(cfg gossip.Config, c Correction, defaultTau float64) (*Machine, error) {
 	if c != Local && c != Cooperative {
-		return nil, fmt.Errorf("%s: %w: correction %d", pkg, gossip.ErrInvalidConfig, c)
+		return nil, fmt.Errorf("pushflow: %w: correction %d", gossip.ErrInvalidConfig, c)
 	}
 	if !(defaultTau > 0) || math.IsInf(defaultTau, 0) {
-		return nil, fmt.Errorf("%s: %w: default tau %v", pkg, gossip.ErrInvalidConfig, defaultTau)
+		return nil, fmt.Errorf("pushflow: %w: default tau %v", gossip.ErrInvalidConfig, defaultTau)
 	}
 	if cfg.Tau == 0 {
 		cfg.Tau = defaultTau
 	}
-	return build(cfg, pkg, true, c)
+	return build(cfg, true, c)
 }
 
-func build(cfg gossip.Config, pkg string, tagged bool, c Correction) (*Machine, error) {
+func build(cfg gossip.Config, tagged bool, c Correction) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", pkg, err)
+		return nil, fmt.Errorf("pushflow: %w", err)
 	}
 	k := len(cfg.Value)
 	m := &Machine{
 		id: cfg.ID, epoch: cfg.Epoch, rng: rand.New(cfg.Source()),
-		k: k, width: k + 1, kind: gossip.KindFlow, pkg: pkg, tagged: tagged,
+		k: k, width: k + 1, kind: gossip.KindFlow, tagged: tagged,
 		corr: c, tau: cfg.Tau,
 	}
 	if c != 0 {
@@ -186,7 +185,7 @@ func build(cfg gossip.Config, pkg string, tagged bool, c Correction) (*Machine, 
 	for n := range deg {
 		j := cfg.Overlay.Neighbor(cfg.ID, n)
 		if _, dup := m.index[j]; dup || j == cfg.ID {
-			return nil, fmt.Errorf("%s: %w: node %d lists neighbour %d twice or itself", pkg, gossip.ErrInvalidConfig, cfg.ID, j)
+			return nil, fmt.Errorf("pushflow: %w: node %d lists neighbour %d twice or itself", gossip.ErrInvalidConfig, cfg.ID, j)
 		}
 		m.index[j] = int32(n)
 		m.nbr = append(m.nbr, j)
@@ -319,21 +318,21 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 func (m *Machine) check(msg gossip.Message) (int, error) {
 	switch {
 	case msg.Kind != m.kind:
-		return 0, fmt.Errorf("%s: %w: kind %s, want %s", m.pkg, gossip.ErrForeignMessage, msg.Kind, m.kind)
+		return 0, fmt.Errorf("pushflow: %w: kind %s, want %s", gossip.ErrForeignMessage, msg.Kind, m.kind)
 	case msg.Epoch != m.epoch:
-		return 0, fmt.Errorf("%s: %w: epoch %d, want %d", m.pkg, gossip.ErrForeignMessage, msg.Epoch, m.epoch)
+		return 0, fmt.Errorf("pushflow: %w: epoch %d, want %d", gossip.ErrForeignMessage, msg.Epoch, m.epoch)
 	case msg.To != m.id:
-		return 0, fmt.Errorf("%s: %w: addressed to %d, this is %d", m.pkg, gossip.ErrForeignMessage, msg.To, m.id)
+		return 0, fmt.Errorf("pushflow: %w: addressed to %d, this is %d", gossip.ErrForeignMessage, msg.To, m.id)
 	case len(msg.Payload) != m.width:
-		return 0, fmt.Errorf("%s: %w: payload has %d words, want %d", m.pkg, gossip.ErrLength, len(msg.Payload), m.width)
+		return 0, fmt.Errorf("pushflow: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), m.width)
 	}
 	n, ok := m.index[msg.From]
 	if !ok || m.gone[n] {
-		return 0, fmt.Errorf("%s: %w: %d is not a live neighbour of %d", m.pkg, gossip.ErrUnknownPeer, msg.From, m.id)
+		return 0, fmt.Errorf("pushflow: %w: %d is not a live neighbour of %d", gossip.ErrUnknownPeer, msg.From, m.id)
 	}
 	if m.tagged {
 		if ack := uint32(msg.Tag); ack > m.sent[n] {
-			return 0, fmt.Errorf("%s: %w: %d acknowledges message %d, only %d sent", m.pkg, gossip.ErrForeignMessage, msg.From, ack, m.sent[n])
+			return 0, fmt.Errorf("pushflow: %w: %d acknowledges message %d, only %d sent", gossip.ErrForeignMessage, msg.From, ack, m.sent[n])
 		}
 	}
 	return int(n), nil

@@ -323,6 +323,6 @@ func TestTauIsConfigurable(t *testing.T) {
 	p, err := pushflow.New(gossip.Config{Overlay: gossiptest.Ring(3), Value: []float64{1}})
 	require.NoError(t, err)
 	assert.Zero(t, p.Tau())
-	_, err = pushflow.NewChecked(gossip.Config{Overlay: gossiptest.Ring(3), Value: []float64{1}}, 9, 1e-11, "x")
+	_, err = pushflow.NewChecked(gossip.Config{Overlay: gossiptest.Ring(3), Value: []float64{1}}, 9, 1e-11)
 	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)
 }

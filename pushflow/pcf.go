@@ -47,7 +47,7 @@ func NewPCFPublished(cfg gossip.Config) (*CancelMachine, error) { return buildPC
 
 func buildPCF(cfg gossip.Config, fixed bool) (*CancelMachine, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("pushflow: %w", err)
+		return nil, err
 	}
 	k := len(cfg.Value)
 	deg := cfg.Overlay.Degree(cfg.ID)

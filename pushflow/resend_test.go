@@ -17,9 +17,9 @@ import (
 func TestResendRecoversALostPush(t *testing.T) {
 	const resend = 6
 	overlay := gossiptest.Complete(2)
-	a, err := NewChecked(gossip.Config{ID: 0, Overlay: overlay, Value: []float64{1}, Resend: resend}, Cooperative, 1e-11, "pfcc")
+	a, err := NewChecked(gossip.Config{ID: 0, Overlay: overlay, Value: []float64{1}, Resend: resend}, Cooperative, 1e-11)
 	require.NoError(t, err)
-	b, err := NewChecked(gossip.Config{ID: 1, Overlay: overlay, Value: []float64{3}, Resend: resend}, Cooperative, 1e-11, "pfcc")
+	b, err := NewChecked(gossip.Config{ID: 1, Overlay: overlay, Value: []float64{3}, Resend: resend}, Cooperative, 1e-11)
 	require.NoError(t, err)
 
 	// a pushes to b; the push is lost.
@@ -110,9 +110,9 @@ func TestSettledSeesAStaleRatio(t *testing.T) {
 // answer; once every push is acknowledged it pushes as Tick does.
 func TestIdleAsksWhileAPushIsInFlight(t *testing.T) {
 	overlay := gossiptest.Complete(2)
-	a, err := NewChecked(gossip.Config{ID: 0, Overlay: overlay, Value: []float64{1}, Resend: 100}, Cooperative, 1e-11, "pfcc")
+	a, err := NewChecked(gossip.Config{ID: 0, Overlay: overlay, Value: []float64{1}, Resend: 100}, Cooperative, 1e-11)
 	require.NoError(t, err)
-	b, err := NewChecked(gossip.Config{ID: 1, Overlay: overlay, Value: []float64{3}, Resend: 100}, Cooperative, 1e-11, "pfcc")
+	b, err := NewChecked(gossip.Config{ID: 1, Overlay: overlay, Value: []float64{3}, Resend: 100}, Cooperative, 1e-11)
 	require.NoError(t, err)
 
 	push := a.Tick(nil)

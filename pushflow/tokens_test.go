@@ -21,7 +21,7 @@ func TestPFCCConservesMessagesInCirculation(t *testing.T) {
 	const n = 16
 	inputs := gossiptest.Inputs(n, 1, 5)
 	ms, err := gossiptest.Build(gossiptest.Complete(n), inputs, gossip.Average, 3, func(c gossip.Config) (gossip.Machine, error) {
-		return NewChecked(c, Cooperative, 1e-11, "pfcc")
+		return NewChecked(c, Cooperative, 1e-11)
 	})
 	require.NoError(t, err)
 	net := gossiptest.NewNet(ms, 9)

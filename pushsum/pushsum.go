@@ -50,7 +50,7 @@ func NewIterative(cfg gossip.Config) (*Machine, error) { return build(cfg, false
 
 func build(cfg gossip.Config, answer bool) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("pushsum: %w", err)
+		return nil, err
 	}
 	return &Machine{
 		id:      cfg.ID,

@@ -64,7 +64,7 @@ const (
 // matters.
 func New(cfg gossip.Config) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("rdb: %w", err)
+		return nil, err
 	}
 	n := cfg.Overlay.Len()
 	y := append(append([]float64(nil), cfg.Value...), cfg.Weight())

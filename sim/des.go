@@ -206,7 +206,7 @@ func newRun(cfg Config) (*runState, error) {
 	}
 	spec, err := algo.Lookup(cfg.Algorithm)
 	if err != nil {
-		return nil, fmt.Errorf("sim: %w", err)
+		return nil, err
 	}
 	if cfg.Overlay == nil {
 		return nil, fmt.Errorf("sim: %w: no overlay", gossip.ErrInvalidConfig)
@@ -319,7 +319,7 @@ func newRun(cfg Config) (*runState, error) {
 	}
 	exact, err := gossip.Aggregate(refIn, refW)
 	if err != nil {
-		return nil, fmt.Errorf("sim: inputs: %w", err)
+		return nil, fmt.Errorf("inputs: %w", err)
 	}
 	s.exact = exact
 
@@ -329,7 +329,7 @@ func newRun(cfg Config) (*runState, error) {
 			Rand: rand.NewPCG(mix(cfg.Seed, 4), uint64(i)), Tau: cfg.Tau,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("sim: node %d: %w", i, err)
+			return nil, fmt.Errorf("node %d: %w", i, err)
 		}
 		s.ms[i] = m
 	}

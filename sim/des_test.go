@@ -189,7 +189,7 @@ func TestBadConfigs(t *testing.T) {
 			edit(&c)
 			_, err := sim.Run(context.Background(), c)
 			require.Error(t, err)
-			assert.Contains(t, err.Error(), "sim:")
+			assert.Equal(t, 1, gossiptest.PrefixCount(err), "%q should name one package", err)
 		})
 	}
 	_, err := sim.Run(context.Background(), sim.Config{Algorithm: "bogus", Overlay: hypercube(3), Epsilon: 1e-9})

@@ -46,7 +46,7 @@ func TestDiameter(t *testing.T) {
 	require.NoError(t, err)
 	_, err = topology.Diameter(g)
 	assert.ErrorIs(t, err, gossip.ErrInvalidConfig, "acyclic: the sink reaches nobody")
-	assert.EqualError(t, err, "topology: dhypercube: gossip: invalid configuration: node 0 reaches only 1 of 16 nodes")
+	assert.EqualError(t, err, "topology: dhypercube: invalid configuration: node 0 reaches only 1 of 16 nodes")
 }
 
 // searchSources is how many sources the reference search in checkDiameter
@@ -144,7 +144,7 @@ func TestDirectedHypercubeDiameter(t *testing.T) {
 	require.NoError(t, err)
 	_, err = topology.Diameter(g)
 	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
-	assert.EqualError(t, err, "topology: dhypercube: gossip: invalid configuration: node 0 reaches only 1 of 4294967296 nodes")
+	assert.EqualError(t, err, "topology: dhypercube: invalid configuration: node 0 reaches only 1 of 4294967296 nodes")
 }
 
 // TestEveryOverlayKnowsItsDiameter checks that no overlay of this package
@@ -192,7 +192,7 @@ func TestDiameterFallsBackToSearch(t *testing.T) {
 	}
 	_, err := topology.Diameter(twoRings{n: 5})
 	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
-	assert.EqualError(t, err, "topology: tworings: gossip: invalid configuration: node 0 reaches only 5 of 10 nodes")
+	assert.EqualError(t, err, "topology: tworings: invalid configuration: node 0 reaches only 5 of 10 nodes")
 	_, err = topology.Diameter(pathGraph{4097})
 	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
 	assert.Contains(t, err.Error(), "topology: diameter of path4097 with 4097 nodes")

@@ -25,7 +25,7 @@ func ExampleParse() {
 	// Output:
 	// torus:2x4x4 32 [1 2 6 8 24]
 	// torus:8x8 64
-	// topology: hypercube needs a power-of-two number of nodes, got 100 (nearest: 64 or 128): gossip: invalid configuration
+	// topology: hypercube needs a power-of-two number of nodes, got 100 (nearest: 64 or 128): invalid configuration
 	// true
 }
 

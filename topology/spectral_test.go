@@ -423,5 +423,5 @@ func TestSpectralRounds(t *testing.T) {
 	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
 	_, err = topology.Spectral{Lambda2: 1, Gap: 0}.Rounds(10, 0.1)
 	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
-	assert.Equal(t, "topology: 10 nodes: spectral gap 0: averaging does not converge: gossip: invalid configuration", err.Error())
+	assert.Equal(t, "topology: 10 nodes: spectral gap 0: averaging does not converge: invalid configuration", err.Error())
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
@@ -200,3 +201,28 @@ func (n *Net) MaxError(exact []float64) float64 {
 	}
 	return worst
 }
+
+// modulePackages are the names that prefix the module's error messages.
+var modulePackages = []string{"aggregate", "algo", "broadcast", "bsim", "campaign", "central", "exchange", "gossip",
+	"member", "natsserver", "pushflow", "pushsum", "rdb", "sdc", "sim", "simnet", "topology", "transport"}
+
+// PrefixCount returns how many of the module's package prefixes ("sim: ",
+// "gossip: ", …) err's message carries. The rule it checks: the package
+// that finds a problem names itself once; packages that pass the error on
+// add context, never a second name (so the count is 1).
+func PrefixCount(err error) int {
+	n := 0
+	for _, p := range modulePackages {
+		msg := err.Error()
+		for i := strings.Index(msg, p+": "); i >= 0; i = strings.Index(msg, p+": ") {
+			// Count whole words only: "bsim: " is not also "sim: ".
+			if i == 0 || !isLetter(msg[i-1]) {
+				n++
+			}
+			msg = msg[i+len(p)+2:]
+		}
+	}
+	return n
+}
+
+func isLetter(b byte) bool { return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' }

@@ -133,16 +133,16 @@ func New(cfg Config) (*Net, error) {
 	}
 	g, err := topology.Parse(cfg.Topology, cfg.Nodes)
 	if err != nil {
-		return nil, fmt.Errorf("simnet: %w", err)
+		return nil, err
 	}
 	spec, err := algo.Lookup(cfg.Algorithm)
 	if err != nil {
-		return nil, fmt.Errorf("simnet: %w", err)
+		return nil, err
 	}
 	diam := 0
 	if !spec.Finite {
 		if diam, err = topology.Diameter(g); err != nil {
-			return nil, fmt.Errorf("simnet: %w", err)
+			return nil, err
 		}
 	}
 	n := &Net{cfg: cfg, graph: g, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), cut: make([]int, cfg.Nodes)}
@@ -150,7 +150,7 @@ func New(cfg Config) (*Net, error) {
 		m, err := member.New(member.Config{ID: gossip.NodeID(i), Graph: g, Algorithm: spec, Diameter: diam,
 			Epsilon: cfg.Epsilon, Idle: cfg.Idle, Suspect: cfg.Suspect, Tick: cfg.Tick, Seed: cfg.Seed})
 		if err != nil {
-			return nil, fmt.Errorf("simnet: %w", err)
+			return nil, err
 		}
 		n.nodes = append(n.nodes, &node{m: m, slow: 1})
 		n.q.Push(float64(n.jitterStart()), event{kind: evTick, to: gossip.NodeID(i)})

@@ -58,7 +58,7 @@ func (c *Common) validate() error {
 	}
 	for _, a := range c.Algorithms {
 		if _, err := algo.Lookup(a); err != nil {
-			return fmt.Errorf("campaign: %w", err)
+			return err
 		}
 	}
 	if c.Overlay == nil {

@@ -39,7 +39,7 @@ func (c *Rates) Run(ctx context.Context) ([]RateRun, error) {
 	}
 	proto, err := sdc.NewRate(c.Rate, c.Target, c.Lo, c.Hi)
 	if err != nil {
-		return nil, fmt.Errorf("campaign: %w", err)
+		return nil, err
 	}
 	if c.Target == sdc.Input {
 		return nil, fmt.Errorf("campaign: %w: a flip rate on the input is not a campaign of the thesis", gossip.ErrInvalidConfig)

@@ -62,7 +62,7 @@ func (s *Sweep) AfterFor(name string, t sdc.Target) (int, error) {
 	}
 	spec, err := algo.Lookup(name)
 	if err != nil {
-		return 0, fmt.Errorf("campaign: %w", err)
+		return 0, err
 	}
 	if spec.Finite {
 		return 0, nil
@@ -70,7 +70,7 @@ func (s *Sweep) AfterFor(name string, t sdc.Target) (int, error) {
 	if t == sdc.Input {
 		m, err := spec.New(gossip.Config{Overlay: s.Overlay, Value: []float64{0.5}})
 		if err != nil {
-			return 0, fmt.Errorf("campaign: %w", err)
+			return 0, err
 		}
 		for w := range m.Words() {
 			if w.Place == gossip.PlaceInput {
@@ -102,7 +102,7 @@ func (s *Sweep) Run(ctx context.Context) (SweepResult, error) {
 			for _, b := range s.Bits {
 				proto, err := sdc.NewSingle(b, t, after, n)
 				if err != nil {
-					return SweepResult{}, fmt.Errorf("campaign: %w", err)
+					return SweepResult{}, err
 				}
 				points = append(points, Point{Algo: a, Target: t.String(), Bit: b, After: after})
 				for r := range s.Runs {
@@ -113,7 +113,7 @@ func (s *Sweep) Run(ctx context.Context) (SweepResult, error) {
 	}
 	if s.Baseline != "" {
 		if _, err := algo.Lookup(s.Baseline); err != nil {
-			return SweepResult{}, fmt.Errorf("campaign: baseline: %w", err)
+			return SweepResult{}, fmt.Errorf("baseline: %w", err)
 		}
 		for r := range s.Runs {
 			jobs = append(jobs, job{cfg: s.config(s.Baseline, r)})
