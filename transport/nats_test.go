@@ -3,6 +3,7 @@ package transport_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -376,4 +378,46 @@ func TestNoKeyWarning(t *testing.T) {
 	buf.Reset()
 	connect(t, []string{srv.ClientURL()}, transport.NATSOptions{Options: transport.Options{Logger: log, Key: bytes.Repeat([]byte{7}, 32)}})
 	assert.NotContains(t, buf.String(), "no group key")
+
+	connect(t, []string{srv.ClientURL()}, transport.NATSOptions{Options: transport.Options{Logger: log}, SkipNoKeyWarning: true})
+	assert.NotContains(t, buf.String(), "no group key", "SkipNoKeyWarning")
+}
+
+// refusingServer is an in-process server that refuses every client's
+// credentials.
+type refusingServer struct{}
+
+func (refusingServer) InProcessConn() (net.Conn, error) { return nil, nats.ErrAuthorization }
+
+// TestConnectInProcess connects to a nats-server configured here, with no
+// listener, through its in-process pipe: nodes exchange messages, and no
+// missing-key warning is logged. A nil server, TLS, and refused
+// credentials fail.
+func TestConnectInProcess(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{DontListen: true, NoSigs: true, NoLog: true})
+	require.NoError(t, err)
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	require.True(t, ns.ReadyForConnections(patience))
+
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	ctx := testCtx(t)
+	tr, err := transport.ConnectInProcess(ctx, ns, transport.NATSOptions{Options: transport.Options{Logger: log}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tr.Close()) })
+	eps := openNodes(t, tr, transport.Group{Name: "inprocess"}, 2)
+	pingPong(t, eps[0], eps[1], 1)
+	assert.Equal(t, 1, ns.NumClients())
+	assert.NotContains(t, buf.String(), "no group key")
+
+	_, err = transport.ConnectInProcess(ctx, nil, transport.NATSOptions{})
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
+	_, err = transport.ConnectInProcess(ctx, ns, transport.NATSOptions{TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}})
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig, "TLS needs a socket")
+
+	_, err = transport.ConnectInProcess(ctx, refusingServer{}, transport.NATSOptions{Token: "t"})
+	require.ErrorIs(t, err, transport.ErrAuth)
+	require.ErrorIs(t, err, nats.ErrAuthorization)
+	assert.Contains(t, err.Error(), "transport: connect to the in-process server: NATS authentication failed: the server refused a token: ")
 }
