@@ -29,7 +29,11 @@
 //
 // This package uses only what transport exports to every program, so the
 // dependency runs one way: natsserver imports transport, never the
-// reverse. The options that describe a connection or a certificate stay in
+// reverse. Nothing of transport's is exported for this package alone: the
+// two entries it needs besides Connect, [transport.ConnectInProcess] and
+// [transport.NATSOptions].SkipNoKeyWarning, serve as well a program that
+// configures nats-server itself, or that warns about a missing key in its
+// own words. The options that describe a connection or a certificate stay in
 // transport, where the client needs them ([transport.TLSFiles] configures
 // a server's TLS here as a client's there). [Server.Connect] is
 // [transport.Connect] to the server's URL, without the missing-key

@@ -11,21 +11,21 @@ import (
 	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
-// Two nodes of a group exchange a message through an embedded NATS server
-// that has no listener at all: the connection is an in-process pipe.
+// Start an embedded NATS server, connect a transport to it, let two nodes
+// of a group exchange a message, and close both. This server has no
+// listener at all: the connection is an in-process pipe. Without
+// InProcess it listens on a free loopback port (ClientURL), for other
+// processes too.
 func ExampleStartEmbedded() {
 	ctx := context.Background()
 	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{InProcess: true})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer srv.Shutdown()
-
 	tr, err := srv.Connect(ctx, transport.NATSOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer tr.Close()
 
 	g := transport.Group{Name: "demo", ConfigHash: 0xC0FFEE}
 	a, err := tr.Open(ctx, g, 0)
@@ -43,6 +43,12 @@ func ExampleStartEmbedded() {
 	m := <-b.Messages()
 	fmt.Println(g.Subject(1), m)
 	fmt.Printf("%+v\n", tr.Stats())
+
+	// The transport first (it closes its nodes), then the server.
+	if err := tr.Close(); err != nil {
+		log.Fatal(err)
+	}
+	srv.Shutdown()
 	// Output:
 	// gossipreduce.demo.1 push 0->1 epoch=1 tag=0 [21 0.5]
 	// {Sent:1 Received:1 Lost:0 Crashed:0 Malformed:0 Foreign:0 Forged:0 Replayed:0 Overflow:0 Unsent:0 Probes:1 Answers:1 Sessions:2 Claims:2 Duplicates:0}
