@@ -179,7 +179,8 @@ func Connect(ctx context.Context, urls []string, opts NATSOptions) (*NATS, error
 
 // NoKeyWarning is the message Connect logs at level Warn when it connects
 // without a group key, so that a program that warns in its own words can
-// filter it out.
+// filter it out of its logs; [NATSOptions].SkipNoKeyWarning keeps Connect
+// from logging it at all.
 const NoKeyWarning = "transport: no group key: any client of the NATS server can forge or replay this group's messages; set Options.Key"
 
 // ConnectInProcess returns a transport over a connection to a NATS server
