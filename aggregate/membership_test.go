@@ -14,6 +14,7 @@ import (
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/internal/gossiptest"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 // reduceAll runs Reduce on every member given, member i with reqs[i].
@@ -193,7 +194,7 @@ func TestCrashBetweenOperations(t *testing.T) {
 func TestDuplicateIdentityRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
 	defer srv.Shutdown()
 	conn := func() transport.Transport {

@@ -11,6 +11,7 @@ import (
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/internal/gossiptest"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 // TestOverEmbeddedNATS runs a group over a real NATS server (embedded, on
@@ -18,7 +19,7 @@ import (
 func TestOverEmbeddedNATS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
 	defer srv.Shutdown()
 	tr, err := srv.Connect(ctx, transport.NATSOptions{})

@@ -30,10 +30,10 @@ var ErrTLS = errors.New("transport: NATS TLS failed")
 // of the URL). The files are read again at every reconnection, so renewed
 // certificates are picked up.
 //
-// For an embedded server ([EmbeddedOptions].TLS): Cert and Key are the
-// server's certificate and key (both required), and CA, if set, makes the
-// server require a client certificate signed by one of its certificates.
-// ServerName must be empty.
+// For a server embedded with package natsserver (its EmbeddedOptions.TLS):
+// Cert and Key are the server's certificate and key (both required), and
+// CA, if set, makes the server require a client certificate signed by one
+// of its certificates. ServerName must be empty.
 type TLSFiles struct {
 	CA, Cert, Key string
 	ServerName    string

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/internal/testnats"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 // claimRig opens two transports on one network, as two processes would:
@@ -35,7 +37,7 @@ func claimRigs() []claimRig {
 	}
 	twoConns := func(inProcess bool) func(*testing.T, transport.Options, time.Duration) (transport.Transport, transport.Transport) {
 		return func(t *testing.T, opts transport.Options, d time.Duration) (transport.Transport, transport.Transport) {
-			srv := startServer(t, transport.EmbeddedOptions{InProcess: inProcess})
+			srv := testnats.StartServer(t, natsserver.EmbeddedOptions{InProcess: inProcess})
 			conn := func(opts transport.Options) transport.Transport {
 				tr, err := srv.Connect(testCtx(t), transport.NATSOptions{Options: opts})
 				require.NoError(t, err)

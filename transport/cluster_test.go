@@ -11,16 +11,9 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/internal/testnats"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
-
-// startCluster starts a cluster that shuts down when the test ends.
-func startCluster(t testing.TB, n int, opts transport.ClusterOptions) *transport.Cluster {
-	t.Helper()
-	c, err := transport.StartCluster(testCtx(t), n, opts)
-	require.NoError(t, err)
-	t.Cleanup(c.Shutdown)
-	return c
-}
 
 // deliverEventually sends a message from a to b, again every few
 // milliseconds, until b receives it, and discards anything else b
@@ -62,7 +55,7 @@ func serverIndex(tr *transport.NATS, urls []string) int {
 // shared), only bounded by the test's patience.
 func TestClusterFailover(t *testing.T) {
 	const token = "cluster-token"
-	c := startCluster(t, 3, transport.ClusterOptions{Server: transport.EmbeddedOptions{Token: token}})
+	c := testnats.StartCluster(t, 3, natsserver.ClusterOptions{Server: natsserver.EmbeddedOptions{Token: token}})
 	urls := c.URLs()
 	require.Len(t, urls, 3)
 	for _, u := range urls {
@@ -125,31 +118,4 @@ func medianDuration(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-func TestClusterErrors(t *testing.T) {
-	ctx := testCtx(t)
-	for name, opts := range map[string]transport.ClusterOptions{
-		"port":       {Server: transport.EmbeddedOptions{Port: 4222}},
-		"in process": {Server: transport.EmbeddedOptions{InProcess: true}},
-		"bad auth":   {Server: transport.EmbeddedOptions{Password: "no user"}},
-	} {
-		_, err := transport.StartCluster(ctx, 2, opts)
-		require.ErrorIs(t, err, gossip.ErrInvalidConfig, name)
-	}
-	_, err := transport.StartCluster(ctx, 0, transport.ClusterOptions{})
-	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
-
-	c := startCluster(t, 2, transport.ClusterOptions{})
-	assert.Equal(t, 2, c.Size())
-	_, err = c.Restart(ctx, 0)
-	require.ErrorIs(t, err, gossip.ErrInvalidConfig, "server 0 is running")
-	_, err = c.Restart(ctx, 2)
-	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
-
-	// A cluster of one is a plain server with a route port.
-	one := startCluster(t, 1, transport.ClusterOptions{})
-	tr := connect(t, one.URLs(), transport.NATSOptions{})
-	eps := openNodes(t, tr, transport.Group{Name: "one"}, 2)
-	pingPong(t, eps[0], eps[1], 1)
 }

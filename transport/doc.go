@@ -1,6 +1,9 @@
 // Package transport moves gossip messages between the nodes of a live run:
 // over NATS (an external server or cluster, or a server embedded in the
-// process) or in memory for tests.
+// process) or in memory for tests. It is the client side only: running a
+// NATS server in the process is package natsserver's, and a program that
+// connects to a server somebody else runs need not import that package
+// (nor compile nats-server).
 //
 // # The seam
 //
@@ -13,7 +16,8 @@
 // Its buffer full, an endpoint drops arriving messages and counts them.
 //
 // Two implementations share the endpoint code and so the semantics:
-// [NATS] (from [Connect], [Server.Connect] or [NewNATS]) and [Memory] (from
+// [NATS] (from [Connect], [ConnectInProcess], [NewNATS], or natsserver's
+// Server.Connect) and [Memory] (from
 // [NewMemory]), which adds per-link delays, crashed nodes, a wiretap and
 // raw injection for tests. Both inject message loss at Send with a seeded source
 // ([Options.Loss], [Options.Seed]), and both count what they send, deliver
@@ -141,16 +145,12 @@
 //
 // # The embedded server and clusters
 //
-// [StartEmbedded] runs a NATS server inside the process, on 127.0.0.1 only
-// (a free port by default) or with no listener at all (InProcess), without
-// signal handlers or logs, optionally requiring a token, a user and
-// password, nkeys, or TLS with client certificates; Shutdown waits until it
-// has stopped. The command "gossipreduce server" runs one on its own so
-// that a multi-process run needs nothing else installed. [StartCluster]
-// runs several, routed to one another on loopback, for failover tests: a
-// client given every URL ([Cluster.URLs]) moves to another server when its
-// own goes away, restores its subscriptions there, and the group's traffic
-// resumes; [Cluster.Restart] brings a server back on the same ports.
+// Package natsserver runs a NATS server inside the process, on loopback or
+// with no listener at all (the command "gossipreduce server" runs one so
+// that a multi-process run needs nothing else installed), and routed
+// clusters of them for failover tests; its Server.Connect returns a
+// transport of this package. [ConnectInProcess] connects to any
+// nats-server running in the process through its in-process pipe.
 //
 // # Authentication and TLS
 //

@@ -6,53 +6,19 @@ import (
 	"log"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
-// Two nodes of a group exchange a message through an embedded NATS server
-// that has no listener at all: the connection is an in-process pipe.
-func ExampleStartEmbedded() {
-	ctx := context.Background()
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{InProcess: true})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Shutdown()
-
-	tr, err := srv.Connect(ctx, transport.NATSOptions{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer tr.Close()
-
-	g := transport.Group{Name: "demo", ConfigHash: 0xC0FFEE}
-	a, err := tr.Open(ctx, g, 0)
-	if err != nil {
-		log.Fatal(err)
-	}
-	b, err := tr.Open(ctx, g, 1)
-	if err != nil {
-		log.Fatal(err)
-	}
-	err = a.Send(ctx, gossip.Message{From: 0, To: 1, Kind: gossip.KindPush, Epoch: 1, Payload: []float64{21, 0.5}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	m := <-b.Messages()
-	fmt.Println(g.Subject(1), m)
-	fmt.Printf("%+v\n", tr.Stats())
-	// Output:
-	// gossipreduce.demo.1 push 0->1 epoch=1 tag=0 [21 0.5]
-	// {Sent:1 Received:1 Lost:0 Crashed:0 Malformed:0 Foreign:0 Forged:0 Replayed:0 Overflow:0 Unsent:0 Probes:1 Answers:1 Sessions:2 Claims:2 Duplicates:0}
-}
-
 // A node started with "gossipreduce node" connects to a server, or a
-// cluster, by URL. Here the server is an embedded one on a free loopback
-// port.
+// cluster, by URL. Here the server is an embedded one (package natsserver)
+// on a free loopback port.
 func ExampleConnect() {
 	ctx := context.Background()
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{Token: "s3cret"})
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{Token: "s3cret"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -65,6 +31,30 @@ func ExampleConnect() {
 	defer tr.Close()
 	fmt.Println(tr.Conn().IsConnected())
 	// Output: true
+}
+
+// A program that configures nats-server itself connects to it through
+// its in-process pipe: here a server without any listener.
+func ExampleConnectInProcess() {
+	ctx := context.Background()
+	ns, err := server.NewServer(&server.Options{DontListen: true, NoSigs: true, NoLog: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ns.Start()
+	defer ns.WaitForShutdown()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		log.Fatal("the server did not start")
+	}
+
+	tr, err := transport.ConnectInProcess(ctx, ns, transport.NATSOptions{Name: "in-process"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	fmt.Println(tr.Conn().IsConnected(), ns.NumClients())
+	// Output: true 1
 }
 
 // The in-memory transport injects loss and crashes for tests and
@@ -158,31 +148,4 @@ func ExampleOptions_key() {
 	// Output:
 	// flow 0->1 epoch=0 tag=0 [2 1]
 	// received 1, forged 1
-}
-
-// A client given every URL of a cluster moves to another server when its
-// own goes away, and its nodes' traffic resumes there.
-func ExampleStartCluster() {
-	ctx := context.Background()
-	c, err := transport.StartCluster(ctx, 3, transport.ClusterOptions{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Shutdown()
-	tr, err := transport.Connect(ctx, c.URLs(), transport.NATSOptions{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer tr.Close()
-	before := tr.Conn().ConnectedUrl()
-	for i := range c.Size() {
-		if c.URLs()[i] == before {
-			c.Server(i).Shutdown() // kill the server the client is on
-		}
-	}
-	for !tr.Conn().IsConnected() || tr.Conn().ConnectedUrl() == before {
-		time.Sleep(time.Millisecond)
-	}
-	fmt.Println("moved to another server:", tr.Conn().ConnectedUrl() != before)
-	// Output: moved to another server: true
 }

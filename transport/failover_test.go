@@ -13,6 +13,8 @@ import (
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/internal/testnats"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 // TestOperationSurvivesFailover runs a live operation of four members of a
@@ -26,7 +28,7 @@ import (
 // Then server 0 is restarted and a second operation runs (a restart between
 // operations).
 func TestOperationSurvivesFailover(t *testing.T) {
-	c := startCluster(t, 3, transport.ClusterOptions{})
+	c := testnats.StartCluster(t, 3, natsserver.ClusterOptions{})
 	urls := c.URLs()
 	opts := transport.NATSOptions{Options: transport.Options{Key: groupKey}, ReconnectWait: 50 * time.Millisecond,
 		Extra: []nats.Option{nats.DontRandomize()}}
@@ -111,7 +113,7 @@ func TestOperationSurvivesFailover(t *testing.T) {
 // the same kill with reconnection disabled ends member 0's operation
 // without a result, so the failover test's success is the reconnection's.
 func TestOperationFailsWithoutReconnect(t *testing.T) {
-	c := startCluster(t, 3, transport.ClusterOptions{})
+	c := testnats.StartCluster(t, 3, natsserver.ClusterOptions{})
 	urls := c.URLs()
 	a := connect(t, urls, transport.NATSOptions{MaxReconnects: -1, Extra: []nats.Option{nats.DontRandomize()}})
 	b := connect(t, []string{urls[2]}, transport.NATSOptions{})
@@ -135,7 +137,7 @@ func TestOperationFailsWithoutReconnect(t *testing.T) {
 // between two operations and comes back on the same port; the members'
 // connections reconnect and the next operation (the next epoch) completes.
 func TestOperationAfterServerRestart(t *testing.T) {
-	first, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{})
+	first, err := natsserver.StartEmbedded(testCtx(t), natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
 	port := portOf(t, first)
 	opts := transport.NATSOptions{Options: transport.Options{Key: groupKey}, ReconnectWait: 20 * time.Millisecond}
@@ -169,7 +171,7 @@ func TestOperationAfterServerRestart(t *testing.T) {
 	for _, c := range conns {
 		eventually(t, func() bool { return !c.Conn().IsConnected() }, "disconnect")
 	}
-	startServer(t, transport.EmbeddedOptions{Port: port})
+	testnats.StartServer(t, natsserver.EmbeddedOptions{Port: port})
 	for _, c := range conns {
 		eventually(t, c.Conn().IsConnected, "reconnect")
 	}

@@ -12,12 +12,13 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/internal/testnats"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
-// patience bounds every wait in these tests for something that must happen.
-// It is a guard against hanging, not a performance expectation: on a loaded
-// machine things take longer, and a correct run never comes near it.
-const patience = 20 * time.Second
+// patience bounds every wait in these tests for something that must
+// happen (see testnats.Patience).
+const patience = testnats.Patience
 
 // recv returns the next message of ep, failing the test if none comes.
 func recv(t testing.TB, ep transport.Endpoint) gossip.Message {
@@ -104,14 +105,10 @@ func appStats(s transport.Stats) transport.Stats {
 }
 
 // testCtx returns a context that ends with the test.
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t testing.TB) context.Context { return testnats.Ctx(t) }
 
 // portOf returns the TCP port srv listens on for clients.
-func portOf(t testing.TB, srv *transport.Server) int {
+func portOf(t testing.TB, srv *natsserver.Server) int {
 	t.Helper()
 	u, err := url.Parse(srv.ClientURL())
 	require.NoError(t, err)

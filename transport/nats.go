@@ -31,7 +31,8 @@ const (
 	DefaultCloseTimeout    = 2 * time.Second
 )
 
-// NATSOptions configure [Connect] and [Server.Connect].
+// NATSOptions configure [Connect] and [ConnectInProcess] (and
+// natsserver's Server.Connect).
 type NATSOptions struct {
 	Options
 
@@ -100,6 +101,12 @@ type NATSOptions struct {
 	// Extra options are applied last, after everything above: anything
 	// else nats.go offers.
 	Extra []nats.Option
+
+	// SkipNoKeyWarning keeps Connect from logging [NoKeyWarning] when
+	// there is no group key: for a server that only trusted clients
+	// reach, such as one this process runs (natsserver's Server.Connect
+	// sets it), or for a program that warns in its own words.
+	SkipNoKeyWarning bool
 }
 
 // NATS is a [Transport] over one NATS connection. Node id of group g
@@ -157,7 +164,7 @@ func Connect(ctx context.Context, urls []string, opts NATSOptions) (*NATS, error
 		}
 	}
 	t, err := connect(ctx, strings.Join(urls, ","), nil, opts)
-	if err == nil && len(opts.Key) == 0 {
+	if err == nil && len(opts.Key) == 0 && !opts.SkipNoKeyWarning {
 		// A server others can publish on, without a key: say so, even to
 		// a caller who gave no logger (once connected, so that a caller
 		// retrying a server that is not up yet is told once).
@@ -172,8 +179,27 @@ func Connect(ctx context.Context, urls []string, opts NATSOptions) (*NATS, error
 
 // NoKeyWarning is the message Connect logs at level Warn when it connects
 // without a group key, so that a program that warns in its own words can
-// filter it out.
+// filter it out of its logs; [NATSOptions].SkipNoKeyWarning keeps Connect
+// from logging it at all.
 const NoKeyWarning = "transport: no group key: any client of the NATS server can forge or replay this group's messages; set Options.Key"
+
+// ConnectInProcess returns a transport over a connection to a NATS server
+// running in this process, through the server's in-process pipe instead of
+// a socket: a *server.Server of nats-server is such a provider, with or
+// without listeners of its own. Package natsserver connects its in-process
+// servers this way; a program that configures nats-server itself (for
+// accounts, JetStream, a leaf node) can too. opts apply as for [Connect],
+// but TLS, which needs a socket, is an error wrapping
+// gossip.ErrInvalidConfig, and so is a nil srv. Refused credentials give
+// an error wrapping [ErrAuth] that names "the in-process server". Unlike
+// Connect it logs no warning without a group key: the process runs the
+// server, and decides who else can reach it.
+func ConnectInProcess(ctx context.Context, srv nats.InProcessConnProvider, opts NATSOptions) (*NATS, error) {
+	if srv == nil {
+		return nil, fmt.Errorf("transport: %w: no in-process NATS server", gossip.ErrInvalidConfig)
+	}
+	return connect(ctx, "", srv, opts)
+}
 
 // connect dials url, or the in-process server when inProcess is set.
 func connect(ctx context.Context, url string, inProcess nats.InProcessConnProvider, opts NATSOptions) (*NATS, error) {

@@ -3,21 +3,24 @@ package transport_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/url"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/internal/testnats"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 // connect connects to urls and closes the transport when the test ends.
@@ -42,7 +45,7 @@ func pingPong(t *testing.T, a, b transport.Endpoint, tag uint64) {
 // TestAcrossConnections puts two nodes on two connections, as two processes
 // would be: Open's confirmed subscription makes the first message arrive.
 func TestAcrossConnections(t *testing.T) {
-	srv := startServer(t, transport.EmbeddedOptions{})
+	srv := testnats.StartServer(t, natsserver.EmbeddedOptions{})
 	urls := []string{srv.ClientURL()}
 	g := transport.Group{Name: "two", ConfigHash: 1}
 	a, err := connect(t, urls, transport.NATSOptions{}).Open(testCtx(t), g, 0)
@@ -56,7 +59,7 @@ func TestAcrossConnections(t *testing.T) {
 // TestSubjects checks the subject contract: any NATS client subscribed to
 // "gossipreduce.>" sees the traffic, one subject per receiving node.
 func TestSubjects(t *testing.T) {
-	srv := startServer(t, transport.EmbeddedOptions{})
+	srv := testnats.StartServer(t, natsserver.EmbeddedOptions{})
 	watcher, err := nats.Connect(srv.ClientURL())
 	require.NoError(t, err)
 	t.Cleanup(watcher.Close)
@@ -111,34 +114,23 @@ func TestSubjects(t *testing.T) {
 	assert.Equal(t, "gossipreduce.demo.1", transport.Group{Name: "demo"}.Subject(1))
 }
 
+// TestConnectAuth: a server that requires a token refuses clients without
+// it, or with another, with errors wrapping ErrAuth that do not echo the
+// credentials, and accepts the token. (natsserver's tests check that its
+// Server.Connect gives the server's token, in process too.)
 func TestConnectAuth(t *testing.T) {
 	const token = "s3cret"
-	for _, inProcess := range []bool{false, true} {
-		t.Run("inprocess="+strconv.FormatBool(inProcess), func(t *testing.T) {
-			srv := startServer(t, transport.EmbeddedOptions{Token: token, InProcess: inProcess})
-			ctx := testCtx(t)
-			tr, err := srv.Connect(ctx, transport.NATSOptions{})
-			require.NoError(t, err, "Server.Connect uses the server's token")
-			require.NoError(t, tr.Close())
-
-			_, err = srv.Connect(ctx, transport.NATSOptions{Token: "wrong"})
-			require.ErrorIs(t, err, transport.ErrAuth)
-			require.ErrorIs(t, err, nats.ErrAuthorization)
-			assert.Contains(t, err.Error(), "authentication failed")
-			if inProcess {
-				return
-			}
-			urls := []string{srv.ClientURL()}
-			for _, opts := range []transport.NATSOptions{{}, {Token: "wrong"}, {User: "u", Password: "wrong"}} {
-				_, err = transport.Connect(ctx, urls, opts)
-				require.ErrorIs(t, err, transport.ErrAuth, "%+v", opts)
-				assert.NotContains(t, err.Error(), "wrong", "the error must not echo the credentials")
-			}
-			tr = connect(t, urls, transport.NATSOptions{Token: token})
-			eps := openNodes(t, tr, transport.Group{Name: "auth"}, 2)
-			pingPong(t, eps[0], eps[1], 1)
-		})
+	srv := testnats.StartServer(t, natsserver.EmbeddedOptions{Token: token})
+	ctx := testCtx(t)
+	urls := []string{srv.ClientURL()}
+	for _, opts := range []transport.NATSOptions{{}, {Token: "wrong"}, {User: "u", Password: "wrong"}} {
+		_, err := transport.Connect(ctx, urls, opts)
+		require.ErrorIs(t, err, transport.ErrAuth, "%+v", opts)
+		assert.NotContains(t, err.Error(), "wrong", "the error must not echo the credentials")
 	}
+	tr := connect(t, urls, transport.NATSOptions{Token: token})
+	eps := openNodes(t, tr, transport.Group{Name: "auth"}, 2)
+	pingPong(t, eps[0], eps[1], 1)
 }
 
 // closedPort returns a loopback URL nobody listens on.
@@ -181,13 +173,13 @@ func TestConnectErrors(t *testing.T) {
 // TestConnectCluster gives Connect two URLs, the first of them dead: the
 // connection finds the live one.
 func TestConnectCluster(t *testing.T) {
-	srv := startServer(t, transport.EmbeddedOptions{})
+	srv := testnats.StartServer(t, natsserver.EmbeddedOptions{})
 	tr := connect(t, []string{closedPort(t), srv.ClientURL()}, transport.NATSOptions{})
 	assert.Equal(t, srv.ClientURL(), tr.Conn().ConnectedUrl())
 }
 
 func TestBorrowedConn(t *testing.T) {
-	srv := startServer(t, transport.EmbeddedOptions{})
+	srv := testnats.StartServer(t, natsserver.EmbeddedOptions{})
 	nc, err := nats.Connect(srv.ClientURL())
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
@@ -203,7 +195,7 @@ func TestBorrowedConn(t *testing.T) {
 // TestReconnect restarts the server on the same port: the transport
 // reconnects, restores its subscriptions, and messages flow again.
 func TestReconnect(t *testing.T) {
-	first, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{})
+	first, err := natsserver.StartEmbedded(testCtx(t), natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
 	port := portOf(t, first)
 
@@ -214,7 +206,7 @@ func TestReconnect(t *testing.T) {
 
 	first.Shutdown()
 	eventually(t, func() bool { return !eps[0].Online() }, "endpoint offline while the server is gone")
-	startServer(t, transport.EmbeddedOptions{Port: port})
+	testnats.StartServer(t, natsserver.EmbeddedOptions{Port: port})
 	eventually(t, eps[0].Online, "endpoint online again")
 	assert.True(t, tr.Conn().IsConnected())
 	require.NoError(t, tr.Conn().Flush())
@@ -225,7 +217,7 @@ func TestReconnect(t *testing.T) {
 // connection reconnecting) is opened once the server is back, within the
 // context, rather than failing at once.
 func TestOpenWhileReconnecting(t *testing.T) {
-	first, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{})
+	first, err := natsserver.StartEmbedded(testCtx(t), natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
 	port := portOf(t, first)
 	tr := connect(t, []string{first.ClientURL()}, transport.NATSOptions{ReconnectWait: 20 * time.Millisecond})
@@ -241,7 +233,7 @@ func TestOpenWhileReconnecting(t *testing.T) {
 		ep, err = tr.Open(testCtx(t), g, 1)
 		opened <- err
 	}()
-	startServer(t, transport.EmbeddedOptions{Port: port})
+	testnats.StartServer(t, natsserver.EmbeddedOptions{Port: port})
 	require.NoError(t, <-opened)
 	t.Cleanup(func() { ep.Close() })
 	pingPong(t, eps[0], ep, 5)
@@ -278,7 +270,7 @@ func TestRetryFlush(t *testing.T) {
 // TestCloseWhileDisconnected: with the server gone, Close neither waits for
 // a confirmation that cannot come nor reports an error.
 func TestCloseWhileDisconnected(t *testing.T) {
-	srv, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{})
+	srv, err := natsserver.StartEmbedded(testCtx(t), natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
 	tr, err := transport.Connect(testCtx(t), []string{srv.ClientURL()}, transport.NATSOptions{CloseTimeout: patience})
 	require.NoError(t, err)
@@ -296,32 +288,12 @@ func TestCloseWhileDisconnected(t *testing.T) {
 	}
 }
 
-func TestStartEmbeddedErrors(t *testing.T) {
-	srv := startServer(t, transport.EmbeddedOptions{})
-	port := portOf(t, srv)
-	_, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{Port: port})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "address already in use")
-
-	for _, p := range []int{-1, 65536} {
-		_, err = transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{Port: p})
-		require.ErrorIs(t, err, gossip.ErrInvalidConfig)
-	}
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = transport.StartEmbedded(cancelled, transport.EmbeddedOptions{})
-	require.ErrorIs(t, err, context.Canceled)
-
-	assert.Empty(t, startServer(t, transport.EmbeddedOptions{InProcess: true}).ClientURL())
-	assert.Regexp(t, `^nats://127\.0\.0\.1:\d+$`, srv.ClientURL())
-}
-
 // TestNoLeakedGoroutines runs a server, several connections and endpoints
 // through their whole life, then checks every goroutine they started ends.
 func TestNoLeakedGoroutines(t *testing.T) {
 	base := runtime.NumGoroutine()
 	for _, inProcess := range []bool{false, true} {
-		srv, err := transport.StartEmbedded(testCtx(t), transport.EmbeddedOptions{InProcess: inProcess, Token: "t"})
+		srv, err := natsserver.StartEmbedded(testCtx(t), natsserver.EmbeddedOptions{InProcess: inProcess, Token: "t"})
 		require.NoError(t, err)
 		g := transport.Group{Name: "leak"}
 		var trs []*transport.NATS
@@ -348,17 +320,6 @@ func TestNoLeakedGoroutines(t *testing.T) {
 	waitGoroutines(t, base)
 }
 
-// TestTokenToOpenServer: a server without authentication accepts clients
-// that send a token anyway, in process as over TCP (as NATS does).
-func TestTokenToOpenServer(t *testing.T) {
-	for _, inProcess := range []bool{false, true} {
-		srv := startServer(t, transport.EmbeddedOptions{InProcess: inProcess})
-		tr, err := srv.Connect(testCtx(t), transport.NATSOptions{Token: "unneeded"})
-		require.NoError(t, err, "in process: %v", inProcess)
-		require.NoError(t, tr.Close())
-	}
-}
-
 // TestNoKeyWarning: Connect without a group key warns once it is connected,
 // not for an attempt that failed; with a key it does not warn.
 func TestNoKeyWarning(t *testing.T) {
@@ -368,7 +329,7 @@ func TestNoKeyWarning(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, buf.String(), "no group key", "no warning for a connection that failed")
 
-	srv := startServer(t, transport.EmbeddedOptions{})
+	srv := testnats.StartServer(t, natsserver.EmbeddedOptions{})
 	tr := connect(t, []string{srv.ClientURL()}, transport.NATSOptions{Options: transport.Options{Logger: log}})
 	require.NotNil(t, tr)
 	assert.Equal(t, 1, strings.Count(buf.String(), "no group key"))
@@ -376,4 +337,46 @@ func TestNoKeyWarning(t *testing.T) {
 	buf.Reset()
 	connect(t, []string{srv.ClientURL()}, transport.NATSOptions{Options: transport.Options{Logger: log, Key: bytes.Repeat([]byte{7}, 32)}})
 	assert.NotContains(t, buf.String(), "no group key")
+
+	connect(t, []string{srv.ClientURL()}, transport.NATSOptions{Options: transport.Options{Logger: log}, SkipNoKeyWarning: true})
+	assert.NotContains(t, buf.String(), "no group key", "SkipNoKeyWarning")
+}
+
+// refusingServer is an in-process server that refuses every client's
+// credentials.
+type refusingServer struct{}
+
+func (refusingServer) InProcessConn() (net.Conn, error) { return nil, nats.ErrAuthorization }
+
+// TestConnectInProcess connects to a nats-server configured here, with no
+// listener, through its in-process pipe: nodes exchange messages, and no
+// missing-key warning is logged. A nil server, TLS, and refused
+// credentials fail.
+func TestConnectInProcess(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{DontListen: true, NoSigs: true, NoLog: true})
+	require.NoError(t, err)
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	require.True(t, ns.ReadyForConnections(patience))
+
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	ctx := testCtx(t)
+	tr, err := transport.ConnectInProcess(ctx, ns, transport.NATSOptions{Options: transport.Options{Logger: log}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tr.Close()) })
+	eps := openNodes(t, tr, transport.Group{Name: "inprocess"}, 2)
+	pingPong(t, eps[0], eps[1], 1)
+	assert.Equal(t, 1, ns.NumClients())
+	assert.NotContains(t, buf.String(), "no group key")
+
+	_, err = transport.ConnectInProcess(ctx, nil, transport.NATSOptions{})
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
+	_, err = transport.ConnectInProcess(ctx, ns, transport.NATSOptions{TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}})
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig, "TLS needs a socket")
+
+	_, err = transport.ConnectInProcess(ctx, refusingServer{}, transport.NATSOptions{Token: "t"})
+	require.ErrorIs(t, err, transport.ErrAuth)
+	require.ErrorIs(t, err, nats.ErrAuthorization)
+	assert.Contains(t, err.Error(), "transport: connect to the in-process server: NATS authentication failed: the server refused a token: ")
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/internal/testnats"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 // tapped is one message as a wiretap saw it on the network.
@@ -61,7 +63,7 @@ func replayRigs() map[string]func(t *testing.T, g transport.Group, opts transpor
 			return replayRig{run1: run1, run2: run2, tap: tap, inject: func(s string, raw []byte) { run2.Inject(s, raw) }}
 		},
 		"nats": func(t *testing.T, g transport.Group, opts transport.Options) replayRig {
-			srv := startServer(t, transport.EmbeddedOptions{})
+			srv := testnats.StartServer(t, natsserver.EmbeddedOptions{})
 			tap := &wiretap{}
 			rec, err := nats.Connect(srv.ClientURL())
 			require.NoError(t, err)

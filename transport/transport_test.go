@@ -10,6 +10,8 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/internal/testnats"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 // impl is one Transport implementation under the shared tests. open returns
@@ -46,21 +48,12 @@ func impls() []impl {
 
 func natsImpl(inProcess bool) func(testing.TB, transport.Options) (transport.Transport, func(string, []byte)) {
 	return func(t testing.TB, opts transport.Options) (transport.Transport, func(string, []byte)) {
-		srv := startServer(t, transport.EmbeddedOptions{InProcess: inProcess})
+		srv := testnats.StartServer(t, natsserver.EmbeddedOptions{InProcess: inProcess})
 		tr, err := srv.Connect(testCtx(t), transport.NATSOptions{Options: opts})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, tr.Close()) })
 		return tr, func(subject string, raw []byte) { require.NoError(t, tr.Conn().Publish(subject, raw)) }
 	}
-}
-
-// startServer starts an embedded server that shuts down when the test ends.
-func startServer(t testing.TB, opts transport.EmbeddedOptions) *transport.Server {
-	t.Helper()
-	srv, err := transport.StartEmbedded(testCtx(t), opts)
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	return srv
 }
 
 // forEach runs test once per implementation.

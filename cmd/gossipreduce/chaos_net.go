@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 // chaosNet is the network one live chaos case runs on: NATS (an embedded
@@ -53,8 +54,8 @@ type natsChaosNet struct {
 	port int // the embedded server's, kept across restarts
 
 	mu  sync.Mutex
-	srv *transport.Server // the embedded server, nil for external ones
-	raw *transport.NATS   // a plain connection for record and inject, once needed
+	srv *natsserver.Server // the embedded server, nil for external ones
+	raw *transport.NATS    // a plain connection for record and inject, once needed
 	trs []transport.Transport
 }
 
@@ -63,7 +64,7 @@ type natsChaosNet struct {
 func newNATSChaosNet(ctx context.Context, opts transport.NATSOptions, urls []string) (*natsChaosNet, error) {
 	n := &natsChaosNet{opts: opts, urls: urls}
 	if len(urls) == 0 {
-		srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+		srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -208,7 +209,7 @@ func (n *natsChaosNet) restart(ctx context.Context, down time.Duration) error {
 	case <-ctx.Done():
 	}
 	// Start it even if ctx ended: close shuts it down.
-	s, err := transport.StartEmbedded(context.WithoutCancel(ctx), transport.EmbeddedOptions{Port: n.port})
+	s, err := natsserver.StartEmbedded(context.WithoutCancel(ctx), natsserver.EmbeddedOptions{Port: n.port})
 	if err != nil {
 		return fmt.Errorf("chaos: restart the embedded server on port %d: %w", n.port, err)
 	}

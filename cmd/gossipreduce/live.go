@@ -10,12 +10,13 @@ import (
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/internal/livegroup"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 // liveNet is the NATS a live verb uses: an embedded server on a random
 // loopback port, or external servers.
 type liveNet struct {
-	srv *transport.Server
+	srv *natsserver.Server
 	tr  *transport.NATS
 	url string
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 // natsFlags are the flags node, run and bench share for reaching a secured
@@ -115,7 +116,7 @@ func (f *natsFlags) openNet(ctx context.Context, natsURL string, base transport.
 		}
 		return &liveNet{tr: tr, url: natsURL}, nil
 	}
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
 	if err != nil {
 		return nil, err
 	}

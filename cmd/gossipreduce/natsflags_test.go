@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 // writeKey writes a group key file and returns its path.
@@ -54,7 +55,7 @@ func runNodes(t *testing.T, n int, extra func(i int) []string) ([]int, []string,
 // --token exits 1 saying authentication failed; with it, the group works.
 func TestNodeToken(t *testing.T) {
 	ctx := context.Background()
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{Token: "s3cret"})
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{Token: "s3cret"})
 	require.NoError(t, err)
 	defer srv.Shutdown()
 
@@ -84,7 +85,7 @@ func TestNodeToken(t *testing.T) {
 // message signed; and a member with another key never hears the group.
 func TestNodePrefixAndKey(t *testing.T) {
 	ctx := context.Background()
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
 	defer srv.Shutdown()
 	watcher, err := nats.Connect(srv.ClientURL())
@@ -201,7 +202,7 @@ func TestRunAndBenchWithKey(t *testing.T) {
 	// ε = 1e-9 is the run's target accuracy (the --eps default).
 	assert.LessOrEqual(t, obj["max_rel_error"].(float64), 1e-9)
 
-	srv, err := transport.StartEmbedded(context.Background(), transport.EmbeddedOptions{User: "bench", Password: "pw"})
+	srv, err := natsserver.StartEmbedded(context.Background(), natsserver.EmbeddedOptions{User: "bench", Password: "pw"})
 	require.NoError(t, err)
 	defer srv.Shutdown()
 	obj = jsonObject(t, "bench", "--nats", srv.ClientURL(), "--user", "bench", "--password", "pw", "--key-file", key,
@@ -218,7 +219,7 @@ func TestRunAndBenchWithKey(t *testing.T) {
 // --key-file warn that anybody who can publish can forge results; with a
 // key, or over their embedded server, they do not.
 func TestNoKeyWarning(t *testing.T) {
-	srv, err := transport.StartEmbedded(context.Background(), transport.EmbeddedOptions{})
+	srv, err := natsserver.StartEmbedded(context.Background(), natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
 	defer srv.Shutdown()
 	key := writeKey(t, "0123456789abcdef0123456789abcdef")

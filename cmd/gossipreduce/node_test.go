@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 func TestNodesAsSeparateClients(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
 	defer srv.Shutdown()
 
@@ -92,7 +92,7 @@ func TestBenchJSONContract(t *testing.T) {
 // the transport dropped, and warns that the group has no key.
 func TestNodeJSONCoverage(t *testing.T) {
 	ctx := context.Background()
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
 	defer srv.Shutdown()
 
@@ -124,7 +124,7 @@ func TestNodeJSONCoverage(t *testing.T) {
 // stdout and the error on stderr.
 func TestNodeFailure(t *testing.T) {
 	ctx := context.Background()
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
 	defer srv.Shutdown()
 	key := writeKey(t, "0123456789abcdef0123456789abcdef")

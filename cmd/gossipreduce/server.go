@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 func init() {
@@ -43,12 +44,12 @@ func runServer(ctx context.Context, args []string, out *stdio) error {
 	case *tlsCA != "" && *tlsCert == "":
 		return usagef("--tls-ca needs --tls-cert and --tls-key")
 	}
-	opts := transport.EmbeddedOptions{Port: *port, Token: *token, User: *user, Password: *password,
+	opts := natsserver.EmbeddedOptions{Port: *port, Token: *token, User: *user, Password: *password,
 		TLS: transport.TLSFiles{Cert: *tlsCert, Key: *tlsKey, CA: *tlsCA}}
 	if *verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(out.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	srv, err := transport.StartEmbedded(ctx, opts)
+	srv, err := natsserver.StartEmbedded(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -147,7 +147,7 @@ func TestServerVerbSecurityErrors(t *testing.T) {
 		"user alone":        {2, []string{"--user", "u"}, "--user and --password go together"},
 		"cert alone":        {2, []string{"--tls-cert", missing}, "--tls-cert and --tls-key go together"},
 		"CA alone":          {2, []string{"--tls-ca", missing}, "--tls-ca needs --tls-cert"},
-		"missing cert file": {1, []string{"--port", "0", "--tls-cert", missing, "--tls-key", missing}, "transport: TLS certificate " + missing},
+		"missing cert file": {1, []string{"--port", "0", "--tls-cert", missing, "--tls-key", missing}, "natsserver: TLS certificate " + missing},
 	} {
 		var stderr bytes.Buffer
 		got := run(context.Background(), append([]string{"server"}, c.args...), &stdio{Stdout: &bytes.Buffer{}, Stderr: &stderr})

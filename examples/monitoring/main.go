@@ -33,6 +33,7 @@ import (
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 var metricNames = []string{"requests_total", "latency_ms", "up"}
@@ -136,7 +137,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 // runFleet starts an embedded NATS server and n instances of this program.
 func runFleet(ctx context.Context, n int, interval time.Duration, demo bool) error {
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
 	if err != nil {
 		return err
 	}

@@ -11,11 +11,12 @@ import (
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/transport"
+	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
 func main() {
 	ctx := context.Background()
-	srv, err := transport.StartEmbedded(ctx, transport.EmbeddedOptions{})
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
 	check(err)
 	defer srv.Shutdown()
 	tr, err := srv.Connect(ctx, transport.NATSOptions{})

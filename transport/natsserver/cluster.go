@@ -1,4 +1,4 @@
-package transport
+package natsserver
 
 import (
 	"context"
@@ -48,10 +48,10 @@ type Cluster struct {
 // connected whichever server goes down).
 func StartCluster(ctx context.Context, n int, opts ClusterOptions) (*Cluster, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("transport: %w: a cluster of %d servers", gossip.ErrInvalidConfig, n)
+		return nil, fmt.Errorf("natsserver: %w: a cluster of %d servers", gossip.ErrInvalidConfig, n)
 	}
 	if opts.Server.Port != 0 || opts.Server.InProcess {
-		return nil, fmt.Errorf("transport: %w: cluster servers pick their own ports and need listeners (Port 0, InProcess false)", gossip.ErrInvalidConfig)
+		return nil, fmt.Errorf("natsserver: %w: cluster servers pick their own ports and need listeners (Port 0, InProcess false)", gossip.ErrInvalidConfig)
 	}
 	c := &Cluster{opts: opts, name: opts.Name, servers: make([]*Server, n), client: make([]int, n), route: make([]int, n)}
 	if c.name == "" {
@@ -95,7 +95,7 @@ func (c *Cluster) start(ctx context.Context, i, clientPort, routePort int) (*Ser
 	c.mu.Unlock()
 	s, err := startServer(ctx, sopts, c.opts.Server)
 	if err != nil {
-		return nil, fmt.Errorf("transport: cluster server %d: %w", i, err)
+		return nil, fmt.Errorf("natsserver: cluster server %d: %w", i, err)
 	}
 	return s, nil
 }
@@ -104,7 +104,7 @@ func (c *Cluster) start(ctx context.Context, i, clientPort, routePort int) (*Ser
 func (c *Cluster) Size() int { return len(c.servers) }
 
 // URLs returns the client URL of every server, in order, whether it runs or
-// not: give them all to [Connect].
+// not: give them all to [transport.Connect].
 func (c *Cluster) URLs() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -129,13 +129,13 @@ func (c *Cluster) Server(i int) *Server {
 // any other server of the cluster. Restarting a running server fails.
 func (c *Cluster) Restart(ctx context.Context, i int) (*Server, error) {
 	if i < 0 || i >= len(c.servers) {
-		return nil, fmt.Errorf("transport: %w: no server %d in a cluster of %d", gossip.ErrInvalidConfig, i, len(c.servers))
+		return nil, fmt.Errorf("natsserver: %w: no server %d in a cluster of %d", gossip.ErrInvalidConfig, i, len(c.servers))
 	}
 	c.mu.Lock()
 	old, clientPort, routePort := c.servers[i], c.client[i], c.route[i]
 	c.mu.Unlock()
 	if old.ns.Running() {
-		return nil, fmt.Errorf("transport: %w: cluster server %d is running", gossip.ErrInvalidConfig, i)
+		return nil, fmt.Errorf("natsserver: %w: cluster server %d is running", gossip.ErrInvalidConfig, i)
 	}
 	old.Shutdown() // waits for a shutdown under way to finish, freeing the ports
 	s, err := c.start(ctx, i, clientPort, routePort)
@@ -154,7 +154,7 @@ func (c *Cluster) Restart(ctx context.Context, i int) (*Server, error) {
 // waitRouted waits until every running server has a route to every other
 // running one.
 func (c *Cluster) waitRouted(ctx context.Context) error {
-	deadline := time.Now().Add(orDefault(c.opts.Server.StartTimeout, DefaultStartTimeout))
+	deadline := time.Now().Add(c.opts.Server.startTimeout())
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -185,7 +185,7 @@ func (c *Cluster) waitRouted(ctx context.Context) error {
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("transport: cluster: %w", err)
+			return fmt.Errorf("natsserver: cluster: %w", err)
 		}
 	}
 }

@@ -1,10 +1,14 @@
-package transport
+package natsserver
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -12,6 +16,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/transport"
 )
 
 // DefaultStartTimeout bounds how long StartEmbedded waits for the server when
@@ -36,13 +41,13 @@ type EmbeddedOptions struct {
 
 	// NKeys lists the public user nkeys ("U…") the server accepts, each
 	// proved by signing the server's challenge with its seed (see
-	// [NATSOptions].NkeySeedFile). Not with InProcess.
+	// [transport.NATSOptions].NkeySeedFile). Not with InProcess.
 	NKeys []string
 
 	// TLS, if Cert and Key are set, makes the server require TLS with that
 	// certificate, and if CA is set too, a client certificate signed by it.
 	// Not with InProcess.
-	TLS TLSFiles
+	TLS transport.TLSFiles
 
 	// Logger receives the server's log at debug level (and a failure to
 	// start at error level); nil discards it.
@@ -76,16 +81,16 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Server, error) {
 // serverOptions checks opts and translates them for nats-server.
 func serverOptions(opts EmbeddedOptions) (*server.Options, error) {
 	if opts.Port < 0 || opts.Port > 65535 {
-		return nil, fmt.Errorf("transport: %w: port %d outside 0…65535", gossip.ErrInvalidConfig, opts.Port)
+		return nil, fmt.Errorf("natsserver: %w: port %d outside 0…65535", gossip.ErrInvalidConfig, opts.Port)
 	}
 	if opts.Token != "" && (opts.User != "" || opts.Password != "" || len(opts.NKeys) > 0) {
-		return nil, fmt.Errorf("transport: %w: the embedded server takes a token, or users and nkeys, not both", gossip.ErrInvalidConfig)
+		return nil, fmt.Errorf("natsserver: %w: the embedded server takes a token, or users and nkeys, not both", gossip.ErrInvalidConfig)
 	}
 	if opts.Password != "" && opts.User == "" {
-		return nil, fmt.Errorf("transport: %w: a password without a user name", gossip.ErrInvalidConfig)
+		return nil, fmt.Errorf("natsserver: %w: a password without a user name", gossip.ErrInvalidConfig)
 	}
 	if opts.InProcess && (len(opts.NKeys) > 0 || !opts.TLS.IsZero()) {
-		return nil, fmt.Errorf("transport: %w: an in-process server takes a token or a user and password, not nkeys or TLS", gossip.ErrInvalidConfig)
+		return nil, fmt.Errorf("natsserver: %w: an in-process server takes a token or a user and password, not nkeys or TLS", gossip.ErrInvalidConfig)
 	}
 	port := opts.Port
 	if port == 0 {
@@ -104,42 +109,64 @@ func serverOptions(opts EmbeddedOptions) (*server.Options, error) {
 	}
 	for _, k := range opts.NKeys {
 		if !nkeys.IsValidPublicUserKey(k) {
-			return nil, fmt.Errorf("transport: %w: %q is not a public user nkey", gossip.ErrInvalidConfig, k)
+			return nil, fmt.Errorf("natsserver: %w: %q is not a public user nkey", gossip.ErrInvalidConfig, k)
 		}
 		sopts.Nkeys = append(sopts.Nkeys, &server.NkeyUser{Nkey: k})
 	}
 	if !opts.TLS.IsZero() {
 		f := opts.TLS
 		if f.Cert == "" || f.Key == "" || f.ServerName != "" {
-			return nil, fmt.Errorf("transport: %w: server TLS needs a certificate and a key file (and no server name)", gossip.ErrInvalidConfig)
+			return nil, fmt.Errorf("natsserver: %w: server TLS needs a certificate and a key file (and no server name)", gossip.ErrInvalidConfig)
 		}
-		// Read the files here for errors that name them.
-		if _, err := loadPair(f.Cert, f.Key); err != nil {
+		if err := checkTLSFiles(f); err != nil {
 			return nil, err
-		}
-		if f.CA != "" {
-			if _, err := loadPool(f.CA); err != nil {
-				return nil, err
-			}
 		}
 		cfg, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: f.Cert, KeyFile: f.Key, CaFile: f.CA, Verify: f.CA != ""})
 		if err != nil {
-			return nil, fmt.Errorf("transport: embedded server TLS: %w", err)
+			return nil, fmt.Errorf("natsserver: embedded server TLS: %w", err)
 		}
 		sopts.TLS, sopts.TLSConfig, sopts.TLSVerify = true, cfg, f.CA != ""
 	}
 	return sopts, nil
 }
 
+// checkTLSFiles reads the server's certificate and key, and its CA file if
+// any, so that a missing or bad file fails with an error that names it;
+// nats-server reads them again.
+func checkTLSFiles(f transport.TLSFiles) error {
+	if _, err := tls.LoadX509KeyPair(f.Cert, f.Key); err != nil {
+		return fmt.Errorf("natsserver: TLS certificate %s with key %s: %w", f.Cert, f.Key, err)
+	}
+	if f.CA == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(f.CA)
+	if err != nil {
+		return fmt.Errorf("natsserver: TLS CA file: %w", err)
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+		return fmt.Errorf("natsserver: TLS CA file %s: %w: no PEM certificate in it", f.CA, gossip.ErrInvalidConfig)
+	}
+	return nil
+}
+
+// startTimeout is StartTimeout, or its default.
+func (o EmbeddedOptions) startTimeout() time.Duration {
+	if o.StartTimeout <= 0 {
+		return DefaultStartTimeout
+	}
+	return o.StartTimeout
+}
+
 // startServer starts a server with sopts and waits until it accepts
 // clients (and, in a cluster, listens for routes).
 func startServer(ctx context.Context, sopts *server.Options, opts EmbeddedOptions) (*Server, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("transport: start embedded server: %w", err)
+		return nil, fmt.Errorf("natsserver: start embedded server: %w", err)
 	}
 	ns, err := server.NewServer(sopts)
 	if err != nil {
-		return nil, fmt.Errorf("transport: embedded server: %w", err)
+		return nil, fmt.Errorf("natsserver: embedded server: %w", err)
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -150,7 +177,7 @@ func startServer(ctx context.Context, sopts *server.Options, opts EmbeddedOption
 	ns.Start()
 
 	s := &Server{ns: ns, opts: opts}
-	deadline := time.Now().Add(orDefault(opts.StartTimeout, DefaultStartTimeout))
+	deadline := time.Now().Add(opts.startTimeout())
 	for !ns.ReadyForConnections(50 * time.Millisecond) {
 		var err error
 		select {
@@ -165,7 +192,7 @@ func startServer(ctx context.Context, sopts *server.Options, opts EmbeddedOption
 		}
 		if err != nil {
 			s.Shutdown()
-			return nil, fmt.Errorf("transport: start embedded server: %w", err)
+			return nil, fmt.Errorf("natsserver: start embedded server: %w", err)
 		}
 	}
 	return s, nil
@@ -181,31 +208,45 @@ func (s *Server) ClientURL() string {
 }
 
 // Connect returns a transport over a new connection to s: in-process for an
-// InProcess server, over loopback TCP otherwise. The server's token, or its
-// user and password, are used unless opts sets a token, user or password
-// (nkeys and TLS files are the caller's to give).
-func (s *Server) Connect(ctx context.Context, opts NATSOptions) (*NATS, error) {
+// InProcess server ([transport.ConnectInProcess]), over loopback TCP
+// otherwise ([transport.Connect]). The server's token, or its user and
+// password, are used unless opts sets a token, user or password (nkeys and
+// TLS files are the caller's to give). It logs no warning without a group
+// key (opts.Key): the process runs the server, and decides who else can
+// reach it.
+func (s *Server) Connect(ctx context.Context, opts transport.NATSOptions) (*transport.NATS, error) {
 	if opts.Token == "" && opts.User == "" && opts.Password == "" {
 		opts.Token, opts.User, opts.Password = s.opts.Token, s.opts.User, s.opts.Password
 	}
 	if s.opts.InProcess {
-		// Over the unbuffered in-process pipe, a refused client and the
-		// server block writing to each other until the server's write
-		// deadline, and the client then reports a closed pipe. The token,
-		// or the user and password, are the server's only credentials, so
-		// check them here instead.
-		if (s.opts.Token != "" && opts.Token != s.opts.Token) ||
-			(s.opts.User != "" && (opts.User != s.opts.User || opts.Password != s.opts.Password)) {
-			_, offered, err := credentials(opts)
-			if err != nil {
-				return nil, err
-			}
-			return nil, classify(nats.ErrAuthorization, "the in-process server", offered)
-		}
-		return connect(ctx, "", s.ns, opts)
+		return transport.ConnectInProcess(ctx, s.door(opts), opts)
 	}
-	return connect(ctx, s.ns.ClientURL(), nil, opts)
+	opts.SkipNoKeyWarning = true
+	return transport.Connect(ctx, []string{s.ns.ClientURL()}, opts)
 }
+
+// door returns what lets a client with opts into an in-process server: the
+// server, or, when the server would refuse the client's token or user and
+// password, a stand-in that refuses it at once. Over the unbuffered
+// in-process pipe a refused client and the server block writing to each
+// other until the server's write deadline, and the client then reports a
+// closed pipe instead of the refusal. The token, or the user and password,
+// are an in-process server's only credentials (it takes no nkeys and no
+// TLS), so this check is the server's whole.
+func (s *Server) door(opts transport.NATSOptions) nats.InProcessConnProvider {
+	if (s.opts.Token != "" && opts.Token != s.opts.Token) ||
+		(s.opts.User != "" && (opts.User != s.opts.User || opts.Password != s.opts.Password)) {
+		return refused{}
+	}
+	return s.ns
+}
+
+// refused is an in-process server that refuses every client with the
+// error nats.go gives for refused credentials, so that the client reports
+// it as such ([transport.ErrAuth]).
+type refused struct{}
+
+func (refused) InProcessConn() (net.Conn, error) { return nil, nats.ErrAuthorization }
 
 // NumClients returns the number of clients connected to the server.
 func (s *Server) NumClients() int { return s.ns.NumClients() }
