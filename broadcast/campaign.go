@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
@@ -264,9 +265,9 @@ func (c Campaign) one(ctx context.Context, sim *Simulator, seed uint64, dead *[]
 		}
 	}
 	for k := 0; k < c.OnlineFaults; k++ {
-		j := k + int(uniform(src, uint64(len(live)-k)))
+		j := k + int(pick.Uniform(src, uint64(len(live)-k)))
 		live[k], live[j] = live[j], live[k]
-		fails.FailAt[live[k]] = int64(uniform(src, uint64(max(base.Quiescence, 1))))
+		fails.FailAt[live[k]] = int64(pick.Uniform(src, uint64(max(base.Quiescence, 1))))
 	}
 	return SimulateMachines(ctx, c.Plan, fails, seed, false)
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
@@ -366,11 +367,7 @@ func (s *Simulator) poll(t int64, v int32, ps *proc) (int32, MsgType, bool) {
 	}
 	if ps.flags&fGossip != 0 {
 		if t+s.o <= p.gT {
-			to := int32(uniform(&s.rng[v], uint64(s.n-1)))
-			if to >= v {
-				to++
-			}
-			return to, MsgGossip, true
+			return pick.Other(&s.rng[v], s.n, v), MsgGossip, true
 		}
 		ps.flags &^= fGossip
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 )
 
 // The fast engine must reproduce the machine-driven reference exactly:
@@ -49,7 +51,7 @@ func TestFastMatchesMachines(t *testing.T) {
 						require.NoError(t, err)
 						for trial := 0; trial < trials; trial++ {
 							// From none to a third of the processes failed.
-							faults := int(uniform(src, uint64(n/3+1)))
+							faults := int(pick.Uniform(src, uint64(n/3+1)))
 							fails, err := DrawFailures(src, n, faults)
 							require.NoError(t, err)
 							seed := src.Uint64()

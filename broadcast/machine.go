@@ -3,9 +3,9 @@ package broadcast
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
@@ -375,12 +375,7 @@ func (m *Machine) Poll(now int64, out []gossip.Message) []gossip.Message {
 	}
 	if m.gossip {
 		if t+p.o <= p.gT {
-			k := uniform(m.rng, uint64(p.n-1))
-			to := int32(k)
-			if to >= m.id {
-				to++
-			}
-			return append(out, m.message(to, MsgGossip, t))
+			return append(out, m.message(pick.Other(m.rng, p.n, m.id), MsgGossip, t))
 		}
 		m.gossip = false
 	}
@@ -583,17 +578,4 @@ func (m *Machine) onCorrection(typ MsgType, from int32, fresh bool) {
 		}
 	}
 	m.cs.heard(p, fromRight, dist)
-}
-
-// uniform returns a uniformly distributed integer in [0, n), n > 0, from
-// src by Lemire's multiply-and-reject method.
-func uniform(src rand.Source, n uint64) uint64 {
-	hi, lo := bits.Mul64(src.Uint64(), n)
-	if lo < n {
-		thresh := -n % n
-		for lo < thresh {
-			hi, lo = bits.Mul64(src.Uint64(), n)
-		}
-	}
-	return hi
 }

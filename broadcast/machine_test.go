@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
@@ -198,7 +199,7 @@ func TestOptimizedColorsWhatPlainColors(t *testing.T) {
 				b, err := NewSimulator(opt)
 				require.NoError(t, err)
 				for trial := 0; trial < 30; trial++ {
-					fails, err := DrawFailures(src, 600, int(uniform(src, 120)))
+					fails, err := DrawFailures(src, 600, int(pick.Uniform(src, 120)))
 					require.NoError(t, err)
 					ra, err := a.Run(ctx, fails.Dead, 5, true)
 					require.NoError(t, err)
@@ -440,7 +441,7 @@ func TestClockFromMessages(t *testing.T) {
 			require.NoError(t, err)
 			skew := make([]int64, 300)
 			for v := range skew {
-				skew[v] = int64(uniform(src, 1000)) - 500
+				skew[v] = int64(pick.Uniform(src, 1000)) - 500
 			}
 			got, err := simulateSkewed(ctx, p, fails, skew)
 			require.NoError(t, err)

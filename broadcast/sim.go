@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/internal/eventq"
 )
@@ -101,7 +102,7 @@ func drawDead(src rand.Source, n, count int, dead []bool) ([]bool, error) {
 	// Floyd's algorithm over 1 … n-1.
 	m := n - 1
 	for j := m - count; j < m; j++ {
-		r := int(uniform(src, uint64(j+1))) + 1 // in [1, j+1]
+		r := int(pick.Uniform(src, uint64(j+1))) + 1 // in [1, j+1]
 		if dead[r] {
 			r = j + 1
 		}
