@@ -69,7 +69,7 @@ func (m GossipModel) validate() error {
 	if !(m.Delta > 0 && m.Delta < 1) {
 		return fmt.Errorf("broadcast: %w: delta %v outside (0, 1)", gossip.ErrInvalidConfig, m.Delta)
 	}
-	return m.Model.validate()
+	return m.Model.Validate()
 }
 
 func (m GossipModel) colored(steps int) []float64 {

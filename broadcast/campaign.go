@@ -168,7 +168,8 @@ func (c Campaign) Run(ctx context.Context) (Summary, error) {
 		}
 	case EngineFast:
 		if !fast {
-			return Summary{}, fmt.Errorf("broadcast: %w: the fast engine does not run %s with %s and failures during the run", gossip.ErrInvalidConfig, c.Plan.spec.Scheme, c.Plan.spec.Correction)
+			spec := c.Plan.Spec()
+			return Summary{}, fmt.Errorf("broadcast: %w: the fast engine does not run %s with %s and failures during the run", gossip.ErrInvalidConfig, spec.Scheme, spec.Correction)
 		}
 	case EngineMachines:
 	default:

@@ -16,12 +16,13 @@ import (
 // gossip dissemination with no, opportunistic, optimized or checked
 // correction, and failures only before the start.
 func FastSupported(plan *Plan) bool {
-	switch plan.spec.Scheme.Kind {
+	spec := plan.Spec()
+	switch spec.Scheme.Kind {
 	case SchemeTree, SchemeGossip:
 	default:
 		return false
 	}
-	return plan.spec.Correction.Kind != CorrectionFailProof
+	return spec.Correction.Kind != CorrectionFailProof
 }
 
 // Simulator is the fast engine: the same timing model and the same
@@ -33,6 +34,13 @@ type Simulator struct {
 	plan *Plan
 	n    int32
 	o, l int64
+	// what the rules need of the plan
+	tree   *Tree // nil for gossip
+	gossip bool
+	corr   CorrectionKind
+	sync   bool  // synchronized correction
+	start  int64 // the plan's Deadline
+	gT     int64 // the gossip time T
 
 	ps   []proc
 	rng  []rand.PCG
@@ -52,8 +60,8 @@ type proc struct {
 	recvFree int32
 	slotAt   int32 // pending send slot, -1 if none
 	busy     int32 // send port busy until
-	fanNext  int32 // next child index into tree.child
-	cs       corrState
+	fanNext  int32 // index of the next child to send to; -1 if none
+	cs       CorrectionState
 	flags    uint8
 }
 
@@ -68,25 +76,33 @@ const (
 // NewSimulator returns a fast engine for plan, or an error if the plan
 // needs the machine-driven engine (see FastSupported).
 func NewSimulator(plan *Plan) (*Simulator, error) {
+	spec := plan.Spec()
 	if !FastSupported(plan) {
-		return nil, fmt.Errorf("broadcast: %w: the fast engine does not run %s with %s", gossip.ErrInvalidConfig, plan.spec.Scheme, plan.spec.Correction)
+		return nil, fmt.Errorf("broadcast: %w: the fast engine does not run %s with %s", gossip.ErrInvalidConfig, spec.Scheme, spec.Correction)
 	}
-	if int64(plan.n)*(plan.o+plan.l) > math.MaxInt32/4 {
-		return nil, fmt.Errorf("broadcast: %w: %d processes with L=%d o=%d overflow the fast engine's clock", gossip.ErrInvalidConfig, plan.n, plan.l, plan.o)
+	n, o, l := plan.Nodes(), int64(spec.Model.O), int64(spec.Model.L)
+	if int64(n)*(o+l) > math.MaxInt32/4 {
+		return nil, fmt.Errorf("broadcast: %w: %d processes with L=%d o=%d overflow the fast engine's clock", gossip.ErrInvalidConfig, n, l, o)
 	}
-	n := int(plan.n)
+	gT, _ := plan.GossipTime()
 	s := &Simulator{
-		plan: plan,
-		n:    plan.n,
-		o:    plan.o,
-		l:    plan.l,
-		ps:   make([]proc, n),
-		dead: make([]bool, n),
+		plan:   plan,
+		n:      int32(n),
+		o:      o,
+		l:      l,
+		tree:   plan.Tree(),
+		gossip: spec.Scheme.Kind == SchemeGossip,
+		corr:   spec.Correction.Kind,
+		sync:   spec.Correction.Synchronized,
+		start:  plan.Deadline(),
+		gT:     gT,
+		ps:     make([]proc, n),
+		dead:   make([]bool, n),
 	}
-	if plan.spec.Scheme.Kind == SchemeGossip {
+	if s.gossip {
 		s.rng = make([]rand.PCG, n)
 	}
-	s.tl.init(4 * (2*plan.o + plan.l + 1))
+	s.tl.init(4 * (2*o + l + 1))
 	return s, nil
 }
 
@@ -112,15 +128,8 @@ func (s *Simulator) Run(ctx context.Context, dead []bool, seed uint64, detail bo
 }
 
 func (s *Simulator) reset(dead []bool, seed uint64) {
-	var fan []int32
-	if t := s.plan.tree; t != nil {
-		fan = t.start[1:] // nothing pending
-	}
 	for i := range s.ps {
-		s.ps[i] = proc{colorAt: -1, slotAt: -1, cs: newCorrState()}
-		if fan != nil {
-			s.ps[i].fanNext = fan[i]
-		}
+		s.ps[i] = proc{colorAt: -1, slotAt: -1, fanNext: -1}
 	}
 	if dead == nil {
 		clear(s.dead)
@@ -147,23 +156,22 @@ func (s *Simulator) schedule(v int32, t int64, cont bool) {
 
 // beginDissemination mirrors Machine.beginDissemination.
 func (s *Simulator) beginDissemination(v int32, t int64) {
-	p := s.plan
-	corr := p.spec.Correction.Kind != CorrectionNone
-	switch p.spec.Scheme.Kind {
-	case SchemeTree:
-		s.ps[v].fanNext = p.tree.start[v]
+	corr := s.corr != CorrectionNone
+	switch {
+	case s.tree != nil:
+		s.ps[v].fanNext = 0
 		s.ps[v].flags |= fGNode
 		if corr {
 			s.ps[v].flags |= fCorr
 		}
-	case SchemeGossip:
-		if t <= p.start {
+	case s.gossip:
+		if t <= s.start {
 			s.ps[v].flags |= fGNode
 			if corr {
 				s.ps[v].flags |= fCorr
 			}
 		}
-		if t+s.o <= p.gT {
+		if t+s.o <= s.gT {
 			s.ps[v].flags |= fGossip
 			s.rng[v].Seed(s.seed, uint64(v))
 		}
@@ -271,7 +279,6 @@ func (s *Simulator) sortSlots(slots []int32) {
 // receive mirrors Machine.Step and the reference driver's receive.
 func (s *Simulator) receive(t int64, e uint64) {
 	v, from, typ := unpackEv(e)
-	p := s.plan
 	ps := &s.ps[v]
 	s.quiet = max(s.quiet, t)
 	fresh := ps.colorAt < 0
@@ -290,13 +297,13 @@ func (s *Simulator) receive(t int64, e uint64) {
 			d = -d
 		}
 		n := int64(s.n)
-		dist := int32((d%n + n) % n)
-		k := p.spec.Correction.Kind
-		if fresh && p.tree != nil && !p.sync && (k == CorrectionOpportunistic || k == CorrectionOptimized) {
-			ps.fanNext = p.tree.start[v]
+		dist := int((d%n + n) % n)
+		k := s.corr
+		if fresh && s.tree != nil && !s.sync && (k == CorrectionOpportunistic || k == CorrectionOptimized) {
+			ps.fanNext = 0
 			ps.flags |= fCorr
 		}
-		ps.cs.heard(p, fromRight, dist)
+		ps.cs.Heard(s.plan, fromRight, dist)
 	}
 	if sl := ps.slotAt; sl < 0 || (int64(sl) > t && int64(ps.busy) <= t) {
 		// The reference polls now. Skip it when that poll can do nothing:
@@ -359,25 +366,25 @@ func (s *Simulator) poll(t int64, v int32, ps *proc) (int32, MsgType, bool) {
 	if ps.colorAt < 0 {
 		return 0, 0, false
 	}
-	p := s.plan
-	if tr := p.tree; tr != nil && ps.fanNext < tr.start[v+1] {
-		c := tr.child[ps.fanNext]
-		ps.fanNext++
-		return c, MsgTree, true
+	if s.tree != nil {
+		if c, ok := s.tree.Child(gossip.NodeID(v), int(ps.fanNext)); ok {
+			ps.fanNext++
+			return int32(c), MsgTree, true
+		}
 	}
 	if ps.flags&fGossip != 0 {
-		if t+s.o <= p.gT {
+		if t+s.o <= s.gT {
 			return pick.Other(&s.rng[v], s.n, v), MsgGossip, true
 		}
 		ps.flags &^= fGossip
 	}
-	if p.sync && t < p.start {
+	if s.sync && t < s.start {
 		return 0, 0, false
 	}
 	if ps.flags&(fCorr|fCorrDone) != fCorr {
 		return 0, 0, false
 	}
-	left, off, ok := ps.cs.next(p)
+	left, off, ok := ps.cs.Next(s.plan)
 	if !ok {
 		ps.flags |= fCorrDone
 		return 0, 0, false
@@ -393,13 +400,17 @@ func (s *Simulator) wake(ps *proc, v int32) int64 {
 	if ps.colorAt < 0 {
 		return Never
 	}
-	p := s.plan
-	if (p.tree != nil && ps.fanNext < p.tree.start[v+1]) || ps.flags&fGossip != 0 {
+	if ps.flags&fGossip != 0 {
 		return math.MinInt64
 	}
+	if s.tree != nil {
+		if _, ok := s.tree.Child(gossip.NodeID(v), int(ps.fanNext)); ok {
+			return math.MinInt64
+		}
+	}
 	if ps.flags&(fCorr|fCorrDone) == fCorr {
-		if p.sync {
-			return p.start
+		if s.sync {
+			return s.start
 		}
 		return math.MinInt64
 	}

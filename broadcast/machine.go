@@ -145,7 +145,7 @@ type Machine struct {
 
 	corr      bool // takes part in the correction
 	corrDone  bool
-	cs        corrState
+	cs        CorrectionState
 	corrSends int
 
 	fp  *failProof
@@ -176,7 +176,6 @@ func NewMachine(plan *Plan, cfg MachineConfig) (*Machine, error) {
 		epoch: cfg.Epoch,
 		rng:   cfg.Rand,
 		clock: cfg.Clock,
-		cs:    newCorrState(),
 	}
 	if m.rng == nil && plan.spec.Scheme.Kind == SchemeGossip {
 		m.rng = rand.NewPCG(cfg.Epoch, uint64(cfg.ID))
@@ -396,7 +395,7 @@ func (m *Machine) Poll(now int64, out []gossip.Message) []gossip.Message {
 // pollCorrection sends the next opportunistic or checked correction
 // message, if any.
 func (m *Machine) pollCorrection(t int64) (gossip.Message, bool) {
-	left, off, ok := m.cs.next(m.plan)
+	left, off, ok := m.cs.Next(m.plan)
 	if !ok {
 		m.corrDone = true
 		return gossip.Message{}, false
@@ -577,5 +576,5 @@ func (m *Machine) onCorrection(typ MsgType, from int32, fresh bool) {
 			m.corr = true
 		}
 	}
-	m.cs.heard(p, fromRight, dist)
+	m.cs.Heard(p, fromRight, int(dist))
 }

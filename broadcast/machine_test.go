@@ -348,7 +348,7 @@ func TestAckTree(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(2*199), r.Msgs, scheme)
 		assert.Equal(t, p.Tree().Deadline(LogP{L: 2, O: 1}), r.ColoringLatency, scheme)
-		assert.Equal(t, ackLatency(p.Tree(), LogP{L: 2, O: 1}), r.Quiescence, "%s: quiescence is when the root has every acknowledgment", scheme)
+		assert.Equal(t, p.Tree().AckLatency(LogP{L: 2, O: 1}), r.Quiescence, "%s: quiescence is when the root has every acknowledgment", scheme)
 		s, err := Campaign{Plan: p, Faults: 10, Runs: 10, Seed: 4}.Run(ctx)
 		require.NoError(t, err)
 		assert.Zero(t, s.UncoloredRuns, scheme)

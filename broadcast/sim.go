@@ -160,7 +160,7 @@ func SimulateMachines(ctx context.Context, plan *Plan, fails Failures, seed uint
 // simulate runs the reference loop; with skew, process v's machine reads
 // the local clock broadcast time + skew[v] (ClockFromMessages).
 func simulate(ctx context.Context, plan *Plan, fails Failures, seed uint64, detail bool, skew []int64) (Result, error) {
-	n := int(plan.n)
+	n := plan.Nodes()
 	if (fails.Dead != nil && len(fails.Dead) != n) || (fails.FailAt != nil && len(fails.FailAt) != n) {
 		return Result{}, fmt.Errorf("broadcast: %w: failure vectors for %d processes", gossip.ErrLength, n)
 	}
@@ -187,8 +187,11 @@ func simulate(ctx context.Context, plan *Plan, fails Failures, seed uint64, deta
 		}
 		machines[v] = m
 	}
+	model := plan.Spec().Model
 	d := refDriver{
 		plan:     plan,
+		o:        int64(model.O),
+		l:        int64(model.L),
 		fails:    fails,
 		ms:       machines,
 		recvFree: make([]int64, n),
@@ -217,6 +220,7 @@ type refEvent struct {
 
 type refDriver struct {
 	plan     *Plan
+	o, l     int64
 	fails    Failures
 	ms       []*Machine
 	q        eventQueue
@@ -235,8 +239,8 @@ func (d *refDriver) schedule(v int32, t int64) {
 }
 
 func (d *refDriver) run(ctx context.Context) error {
-	o := d.plan.o
-	horizon := 64*int64(d.plan.n)*(o+d.plan.l+1) + 1<<20
+	o := d.o
+	horizon := 64*int64(len(d.ms))*(o+d.l+1) + 1<<20
 	var batch []refEvent
 	for d.q.len() > 0 {
 		if err := ctx.Err(); err != nil {
@@ -317,10 +321,10 @@ func (d *refDriver) slot(t int64, v int32) error {
 		if typ, _, _, _ := DecodeTag(msg.Tag); typ == MsgSOS {
 			d.sos = true
 		}
-		o := d.plan.o
+		o := d.o
 		d.quiet = max(d.quiet, t+o)
 		d.busy[v] = t + o
-		d.q.push(t+o+d.plan.l, refEvent{class: 2, v: int32(msg.To), msg: msg})
+		d.q.push(t+o+d.l, refEvent{class: 2, v: int32(msg.To), msg: msg})
 		d.schedule(v, t+o)
 	default:
 		return fmt.Errorf("broadcast: process %d sent %d messages in one slot", v, len(d.out))
@@ -330,7 +334,7 @@ func (d *refDriver) slot(t int64, v int32) error {
 
 func (d *refDriver) result(seed uint64, detail bool) Result {
 	p := d.plan
-	n := int(p.n)
+	n := p.Nodes()
 	r := Result{Seed: seed, Quiescence: d.quiet, CorrectionStart: -1, CorrectionLatency: -1, SOS: d.sos}
 	if s, ok := p.CorrectionStart(); ok {
 		r.CorrectionStart = s

@@ -97,7 +97,9 @@ type LogP struct {
 	L, O int
 }
 
-func (m LogP) validate() error {
+// Validate returns an error wrapping gossip.ErrInvalidConfig unless o ≥ 1
+// and L ≥ 0, neither above 2^20.
+func (m LogP) Validate() error {
 	if m.O < 1 || m.L < 0 {
 		return fmt.Errorf("broadcast: %w: LogP needs o ≥ 1 and L ≥ 0, got L=%d o=%d", gossip.ErrInvalidConfig, m.L, m.O)
 	}
@@ -177,7 +179,7 @@ func NewTree(spec TreeSpec, n int, model LogP) (*Tree, error) {
 	case Lame:
 		edges = scheduleParents(n, 1, int64(spec.K))
 	case Optimal:
-		if err := model.validate(); err != nil {
+		if err := model.Validate(); err != nil {
 			return nil, err
 		}
 		edges = scheduleParents(n, int64(model.O), model.hop())
@@ -360,6 +362,21 @@ func (t *Tree) Parent(v gossip.NodeID) (p gossip.NodeID, ok bool) {
 	return gossip.NodeID(t.parent[v]), true
 }
 
+// Child returns the i-th child (from 0) of v in the order v sends to them;
+// ok is false past the last child and for a v out of range. Unlike
+// Children it copies nothing, for simulators that walk a process's sends
+// one at a time.
+func (t *Tree) Child(v gossip.NodeID, i int) (c gossip.NodeID, ok bool) {
+	if int64(v) >= int64(t.n) {
+		return 0, false
+	}
+	kids := t.kids(int32(v))
+	if i < 0 || i >= len(kids) {
+		return 0, false
+	}
+	return gossip.NodeID(kids[i]), true
+}
+
 // kids returns the internal child slice of v (read only).
 func (t *Tree) kids(v int32) []int32 { return t.child[t.start[v]:t.start[v+1]] }
 
@@ -388,6 +405,39 @@ func (t *Tree) Deadline(model LogP) int64 {
 		d = max(d, c)
 	}
 	return d
+}
+
+// AckLatency returns the fault-free latency of the acknowledged broadcast
+// over t (SchemeAck) under model: the time its root receives the last
+// acknowledgment, with receives queued in arrival order (ties by sender)
+// and sends serialised. Spec.AckTimeout defaults to twice this.
+func (t *Tree) AckLatency(model LogP) int64 {
+	o, hop := int64(model.O), model.hop()
+	color := t.ColorTimes(model)
+	n := t.Len()
+	// sendFree[v] is when v's send port is free after its tree sends;
+	// ready[v] the time v may send its acknowledgment.
+	ready := make([]int64, n)
+	arrivals := make([][]int64, n)
+	for v := n - 1; v >= 0; v-- {
+		kids := t.kids(int32(v))
+		free := color[v] + int64(len(kids))*o
+		r := free
+		if len(kids) > 0 {
+			a := arrivals[v]
+			slices.Sort(a)
+			recvFree := int64(0)
+			for _, at := range a {
+				recvFree = max(at, recvFree) + o
+			}
+			r = max(r, recvFree)
+		}
+		ready[v] = r
+		if p := t.parent[v]; p >= 0 {
+			arrivals[p] = append(arrivals[p], r+hop-o)
+		}
+	}
+	return ready[0]
 }
 
 // Height returns the number of edges on the longest root-to-leaf path.
