@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/approx"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
@@ -397,16 +398,17 @@ func (p *Plan) chooseT() error {
 	if delta == 0 {
 		delta = DefaultDelta
 	}
-	alg := GossipOpportunistic
+	alg := approx.Opportunistic
 	switch spec.Correction.Kind {
 	case CorrectionChecked:
-		alg = GossipChecked
+		alg = approx.Checked
 	case CorrectionFailProof:
-		alg = GossipFailProof
+		alg = approx.FailProof
 	}
-	ch, err := OptimalGossipTime(GossipModel{Nodes: spec.Nodes, Live: live, Model: spec.Model, Delta: delta, F: spec.Correction.F}, alg)
+	// NewPlan has validated everything the approximations need.
+	ch, err := approx.Optimal(approx.Model{Nodes: spec.Nodes, Live: live, L: spec.Model.L, O: spec.Model.O, Delta: delta, F: spec.Correction.F}, alg)
 	if err != nil {
-		return err
+		return fmt.Errorf("broadcast: %w", err)
 	}
 	p.gT = int64(ch.T)
 	p.kHat = ch.K
