@@ -320,7 +320,7 @@ func NewPlan(spec Spec) (*Plan, error) {
 		n:    int32(spec.Nodes),
 		o:    int64(spec.Model.O),
 		l:    int64(spec.Model.L),
-		hop:  spec.Model.hop(),
+		hop:  spec.Model.Hop(),
 	}
 	c := spec.Correction
 	switch c.Kind {

@@ -109,9 +109,9 @@ func (m LogP) Validate() error {
 	return nil
 }
 
-// hop is the time from the start of a send to the end of its receive:
-// o to send, L on the wire, o to receive.
-func (m LogP) hop() int64 { return int64(2*m.O + m.L) }
+// Hop returns the time from the start of a send to the end of its
+// receive: o to send, L on the wire, o to receive.
+func (m LogP) Hop() int64 { return int64(2*m.O + m.L) }
 
 // TreeSpec selects a tree: its kind, the parameter K of KAry (the arity)
 // and Lame (the order), and the numbering.
@@ -182,7 +182,7 @@ func NewTree(spec TreeSpec, n int, model LogP) (*Tree, error) {
 		if err := model.Validate(); err != nil {
 			return nil, err
 		}
-		edges = scheduleParents(n, int64(model.O), model.hop())
+		edges = scheduleParents(n, int64(model.O), model.Hop())
 	}
 	t := fromParents(spec, n, edges)
 	if spec.Order == InOrder {
@@ -385,7 +385,7 @@ func (t *Tree) kids(v int32) []int32 { return t.child[t.start[v]:t.start[v+1]] }
 // child (from 0) of a process colored at c is colored at c + j·o + 2o + L.
 func (t *Tree) ColorTimes(model LogP) []int64 {
 	at := make([]int64, t.n)
-	o, hop := int64(model.O), model.hop()
+	o, hop := int64(model.O), model.Hop()
 	// Parents always have smaller preorder and creation numbers than
 	// their children in both numberings, so one increasing pass suffices.
 	for v := int32(0); int(v) < t.n; v++ {
@@ -412,7 +412,7 @@ func (t *Tree) Deadline(model LogP) int64 {
 // acknowledgment, with receives queued in arrival order (ties by sender)
 // and sends serialised. Spec.AckTimeout defaults to twice this.
 func (t *Tree) AckLatency(model LogP) int64 {
-	o, hop := int64(model.O), model.hop()
+	o, hop := int64(model.O), model.Hop()
 	color := t.ColorTimes(model)
 	n := t.Len()
 	// sendFree[v] is when v's send port is free after its tree sends;

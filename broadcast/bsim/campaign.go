@@ -1,4 +1,4 @@
-package broadcast
+package bsim
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gossipreduce/gossipreduce/broadcast"
 	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
@@ -24,7 +25,7 @@ const (
 	EngineAuto Engine = iota
 	// EngineFast insists on the fast engine.
 	EngineFast
-	// EngineMachines drives one Machine per process (SimulateMachines).
+	// EngineMachines drives one broadcast.Machine per process (SimulateMachines).
 	EngineMachines
 )
 
@@ -51,7 +52,7 @@ func ParseEngine(s string) (Engine, error) {
 	case "machines", "reference":
 		return EngineMachines, nil
 	}
-	return 0, fmt.Errorf("broadcast: %w: engine %q (want auto, fast or machines)", gossip.ErrInvalidConfig, s)
+	return 0, fmt.Errorf("bsim: %w: engine %q (want auto, fast or machines)", gossip.ErrInvalidConfig, s)
 }
 
 // Campaign is a series of simulated broadcasts of one plan with random
@@ -60,7 +61,7 @@ func ParseEngine(s string) (Engine, error) {
 // draws from rand.NewPCG(Seed+i, v)), so "--seed Seed+i --runs 1" replays
 // run i alone.
 type Campaign struct {
-	Plan *Plan
+	Plan *broadcast.Plan
 	// Faults is the number of processes (never the root) failed before
 	// the start, chosen uniformly at random for every run.
 	Faults int
@@ -149,14 +150,14 @@ type Summary struct {
 // Run executes the campaign.
 func (c Campaign) Run(ctx context.Context) (Summary, error) {
 	if c.Plan == nil {
-		return Summary{}, fmt.Errorf("broadcast: %w: campaign without a plan", gossip.ErrInvalidConfig)
+		return Summary{}, fmt.Errorf("bsim: %w: campaign without a plan", gossip.ErrInvalidConfig)
 	}
 	n := c.Plan.Nodes()
 	if c.Runs < 1 {
-		return Summary{}, fmt.Errorf("broadcast: %w: %d runs", gossip.ErrInvalidConfig, c.Runs)
+		return Summary{}, fmt.Errorf("bsim: %w: %d runs", gossip.ErrInvalidConfig, c.Runs)
 	}
 	if c.Faults < 0 || c.OnlineFaults < 0 || c.Faults+c.OnlineFaults > n-1 {
-		return Summary{}, fmt.Errorf("broadcast: %w: %d + %d failures among %d processes (the root never fails)", gossip.ErrInvalidConfig, c.Faults, c.OnlineFaults, n)
+		return Summary{}, fmt.Errorf("bsim: %w: %d + %d failures among %d processes (the root never fails)", gossip.ErrInvalidConfig, c.Faults, c.OnlineFaults, n)
 	}
 	engine := c.Engine
 	fast := FastSupported(c.Plan) && c.OnlineFaults == 0
@@ -169,11 +170,11 @@ func (c Campaign) Run(ctx context.Context) (Summary, error) {
 	case EngineFast:
 		if !fast {
 			spec := c.Plan.Spec()
-			return Summary{}, fmt.Errorf("broadcast: %w: the fast engine does not run %s with %s and failures during the run", gossip.ErrInvalidConfig, spec.Scheme, spec.Correction)
+			return Summary{}, fmt.Errorf("bsim: %w: the fast engine does not run %s with %s and failures during the run", gossip.ErrInvalidConfig, spec.Scheme, spec.Correction)
 		}
 	case EngineMachines:
 	default:
-		return Summary{}, fmt.Errorf("broadcast: %w: engine %d", gossip.ErrInvalidConfig, engine)
+		return Summary{}, fmt.Errorf("bsim: %w: engine %d", gossip.ErrInvalidConfig, engine)
 	}
 	workers := c.Workers
 	if workers <= 0 {

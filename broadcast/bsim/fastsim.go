@@ -1,4 +1,4 @@
-package broadcast
+package bsim
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/gossipreduce/gossipreduce/broadcast"
 	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
@@ -15,14 +16,14 @@ import (
 // FastSupported reports whether the fast engine can simulate plan: tree or
 // gossip dissemination with no, opportunistic, optimized or checked
 // correction, and failures only before the start.
-func FastSupported(plan *Plan) bool {
+func FastSupported(plan *broadcast.Plan) bool {
 	spec := plan.Spec()
 	switch spec.Scheme.Kind {
-	case SchemeTree, SchemeGossip:
+	case broadcast.SchemeTree, broadcast.SchemeGossip:
 	default:
 		return false
 	}
-	return spec.Correction.Kind != CorrectionFailProof
+	return spec.Correction.Kind != broadcast.CorrectionFailProof
 }
 
 // Simulator is the fast engine: the same timing model and the same
@@ -31,13 +32,13 @@ func FastSupported(plan *Plan) bool {
 // broadcast takes milliseconds. It keeps its buffers between runs; use one
 // Simulator per goroutine.
 type Simulator struct {
-	plan *Plan
+	plan *broadcast.Plan
 	n    int32
 	o, l int64
 	// what the rules need of the plan
-	tree   *Tree // nil for gossip
+	tree   *broadcast.Tree // nil for gossip
 	gossip bool
-	corr   CorrectionKind
+	corr   broadcast.CorrectionKind
 	sync   bool  // synchronized correction
 	start  int64 // the plan's Deadline
 	gT     int64 // the gossip time T
@@ -61,7 +62,7 @@ type proc struct {
 	slotAt   int32 // pending send slot, -1 if none
 	busy     int32 // send port busy until
 	fanNext  int32 // index of the next child to send to; -1 if none
-	cs       CorrectionState
+	cs       broadcast.CorrectionState
 	flags    uint8
 }
 
@@ -75,14 +76,14 @@ const (
 
 // NewSimulator returns a fast engine for plan, or an error if the plan
 // needs the machine-driven engine (see FastSupported).
-func NewSimulator(plan *Plan) (*Simulator, error) {
+func NewSimulator(plan *broadcast.Plan) (*Simulator, error) {
 	spec := plan.Spec()
 	if !FastSupported(plan) {
-		return nil, fmt.Errorf("broadcast: %w: the fast engine does not run %s with %s", gossip.ErrInvalidConfig, spec.Scheme, spec.Correction)
+		return nil, fmt.Errorf("bsim: %w: the fast engine does not run %s with %s", gossip.ErrInvalidConfig, spec.Scheme, spec.Correction)
 	}
 	n, o, l := plan.Nodes(), int64(spec.Model.O), int64(spec.Model.L)
 	if int64(n)*(o+l) > math.MaxInt32/4 {
-		return nil, fmt.Errorf("broadcast: %w: %d processes with L=%d o=%d overflow the fast engine's clock", gossip.ErrInvalidConfig, n, l, o)
+		return nil, fmt.Errorf("bsim: %w: %d processes with L=%d o=%d overflow the fast engine's clock", gossip.ErrInvalidConfig, n, l, o)
 	}
 	gT, _ := plan.GossipTime()
 	s := &Simulator{
@@ -91,7 +92,7 @@ func NewSimulator(plan *Plan) (*Simulator, error) {
 		o:      o,
 		l:      l,
 		tree:   plan.Tree(),
-		gossip: spec.Scheme.Kind == SchemeGossip,
+		gossip: spec.Scheme.Kind == broadcast.SchemeGossip,
 		corr:   spec.Correction.Kind,
 		sync:   spec.Correction.Synchronized,
 		start:  plan.Deadline(),
@@ -112,10 +113,10 @@ func NewSimulator(plan *Plan) (*Simulator, error) {
 func (s *Simulator) Run(ctx context.Context, dead []bool, seed uint64, detail bool) (Result, error) {
 	n := int(s.n)
 	if dead != nil && len(dead) != n {
-		return Result{}, fmt.Errorf("broadcast: %w: failure vector for %d processes", gossip.ErrLength, n)
+		return Result{}, fmt.Errorf("bsim: %w: failure vector for %d processes", gossip.ErrLength, n)
 	}
 	if dead != nil && dead[0] {
-		return Result{}, fmt.Errorf("broadcast: %w: the root must stay alive", gossip.ErrInvalidConfig)
+		return Result{}, fmt.Errorf("bsim: %w: the root must stay alive", gossip.ErrInvalidConfig)
 	}
 	s.reset(dead, seed)
 	s.ps[0].colorAt = 0
@@ -154,9 +155,9 @@ func (s *Simulator) schedule(v int32, t int64, cont bool) {
 	s.tl.pending++
 }
 
-// beginDissemination mirrors Machine.beginDissemination.
+// beginDissemination mirrors broadcast.Machine's beginDissemination.
 func (s *Simulator) beginDissemination(v int32, t int64) {
-	corr := s.corr != CorrectionNone
+	corr := s.corr != broadcast.CorrectionNone
 	switch {
 	case s.tree != nil:
 		s.ps[v].fanNext = 0
@@ -184,12 +185,12 @@ const (
 	evMask      = 1<<28 - 1
 )
 
-func packEv(to, from int32, typ MsgType) uint64 {
+func packEv(to, from int32, typ broadcast.MsgType) uint64 {
 	return uint64(to) | uint64(from)<<evFromShift | uint64(typ)<<evTypeShift
 }
 
-func unpackEv(e uint64) (to, from int32, typ MsgType) {
-	return int32(e & evMask), int32(e >> evFromShift & evMask), MsgType(e >> evTypeShift)
+func unpackEv(e uint64) (to, from int32, typ broadcast.MsgType) {
+	return int32(e & evMask), int32(e >> evFromShift & evMask), broadcast.MsgType(e >> evTypeShift)
 }
 
 func (s *Simulator) loop(ctx context.Context) error {
@@ -200,7 +201,7 @@ func (s *Simulator) loop(ctx context.Context) error {
 				return err
 			}
 			if t > horizon {
-				return fmt.Errorf("broadcast: simulation passed time %d without quiescing", horizon)
+				return fmt.Errorf("bsim: simulation passed time %d without quiescing", horizon)
 			}
 		}
 		s.tl.now = t
@@ -276,7 +277,7 @@ func (s *Simulator) sortSlots(slots []int32) {
 	}
 }
 
-// receive mirrors Machine.Step and the reference driver's receive.
+// receive mirrors broadcast.Machine.Step and the reference driver's receive.
 func (s *Simulator) receive(t int64, e uint64) {
 	v, from, typ := unpackEv(e)
 	ps := &s.ps[v]
@@ -286,12 +287,12 @@ func (s *Simulator) receive(t int64, e uint64) {
 		ps.colorAt = int32(t)
 	}
 	switch typ {
-	case MsgTree, MsgGossip:
+	case broadcast.MsgTree, broadcast.MsgGossip:
 		if fresh {
 			s.beginDissemination(v, t)
 		}
-	case MsgCorrLeft, MsgCorrRight:
-		fromRight := typ == MsgCorrLeft
+	case broadcast.MsgCorrLeft, broadcast.MsgCorrRight:
+		fromRight := typ == broadcast.MsgCorrLeft
 		d := int64(from) - int64(v)
 		if !fromRight {
 			d = -d
@@ -299,7 +300,7 @@ func (s *Simulator) receive(t int64, e uint64) {
 		n := int64(s.n)
 		dist := int((d%n + n) % n)
 		k := s.corr
-		if fresh && s.tree != nil && !s.sync && (k == CorrectionOpportunistic || k == CorrectionOptimized) {
+		if fresh && s.tree != nil && !s.sync && (k == broadcast.CorrectionOpportunistic || k == broadcast.CorrectionOptimized) {
 			ps.fanNext = 0
 			ps.flags |= fCorr
 		}
@@ -310,14 +311,15 @@ func (s *Simulator) receive(t int64, e uint64) {
 		// the process has nothing to send at all, or only at the wake-up
 		// already pending (a poll that sends nothing changes no state
 		// unless Wake would say "now").
-		if w := s.wake(ps, v); w == Never || w == int64(sl) {
+		if w := s.wake(ps, v); w == broadcast.Never || w == int64(sl) {
 			return
 		}
 		s.schedule(v, t, false)
 	}
 }
 
-// slot mirrors the reference driver's slot with Machine.Poll and Wake.
+// slot mirrors the reference driver's slot with broadcast.Machine.Poll
+// and Wake.
 func (s *Simulator) slot(t int64, v int32) {
 	ps := &s.ps[v]
 	if int64(ps.slotAt) != t {
@@ -326,7 +328,7 @@ func (s *Simulator) slot(t int64, v int32) {
 	ps.slotAt = -1
 	to, typ, ok := s.poll(t, v, ps)
 	if !ok {
-		if w := s.wake(ps, v); w != Never {
+		if w := s.wake(ps, v); w != broadcast.Never {
 			s.schedule(v, w, false)
 		}
 		return
@@ -362,19 +364,19 @@ func (s *Simulator) book(at int64, to int32, e uint64) {
 	s.tl.pending++
 }
 
-func (s *Simulator) poll(t int64, v int32, ps *proc) (int32, MsgType, bool) {
+func (s *Simulator) poll(t int64, v int32, ps *proc) (int32, broadcast.MsgType, bool) {
 	if ps.colorAt < 0 {
 		return 0, 0, false
 	}
 	if s.tree != nil {
 		if c, ok := s.tree.Child(gossip.NodeID(v), int(ps.fanNext)); ok {
 			ps.fanNext++
-			return int32(c), MsgTree, true
+			return int32(c), broadcast.MsgTree, true
 		}
 	}
 	if ps.flags&fGossip != 0 {
 		if t+s.o <= s.gT {
-			return pick.Other(&s.rng[v], s.n, v), MsgGossip, true
+			return pick.Other(&s.rng[v], s.n, v), broadcast.MsgGossip, true
 		}
 		ps.flags &^= fGossip
 	}
@@ -391,14 +393,14 @@ func (s *Simulator) poll(t int64, v int32, ps *proc) (int32, MsgType, bool) {
 	}
 	n := int64(s.n)
 	if left {
-		return int32(((int64(v)-int64(off))%n + n) % n), MsgCorrLeft, true
+		return int32(((int64(v)-int64(off))%n + n) % n), broadcast.MsgCorrLeft, true
 	}
-	return int32((int64(v) + int64(off)) % n), MsgCorrRight, true
+	return int32((int64(v) + int64(off)) % n), broadcast.MsgCorrRight, true
 }
 
 func (s *Simulator) wake(ps *proc, v int32) int64 {
 	if ps.colorAt < 0 {
-		return Never
+		return broadcast.Never
 	}
 	if ps.flags&fGossip != 0 {
 		return math.MinInt64
@@ -414,7 +416,7 @@ func (s *Simulator) wake(ps *proc, v int32) int64 {
 		}
 		return math.MinInt64
 	}
-	return Never
+	return broadcast.Never
 }
 
 func (s *Simulator) result(detail bool) Result {

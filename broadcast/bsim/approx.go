@@ -1,8 +1,9 @@
-package broadcast
+package bsim
 
 import (
 	"fmt"
 
+	"github.com/gossipreduce/gossipreduce/broadcast"
 	"github.com/gossipreduce/gossipreduce/broadcast/internal/approx"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
@@ -32,11 +33,11 @@ var approxOf = [...]approx.Algorithm{
 
 // GossipModel is what the approximations depend on.
 type GossipModel struct {
-	Nodes int     // N, the ring
-	Live  int     // n, the live processes (0 means N)
-	Model LogP    // L and O
-	Delta float64 // δ, the accepted chance of a longer gap
-	F     int     // f, for GossipFailProof
+	Nodes int            // N, the ring
+	Live  int            // n, the live processes (0 means N)
+	Model broadcast.LogP // L and O
+	Delta float64        // δ, the accepted chance of a longer gap
+	F     int            // f, for GossipFailProof
 }
 
 // GossipChoice is the result of OptimalGossipTime.
@@ -68,13 +69,13 @@ func ExpectedColored(m GossipModel, steps int) ([]float64, error) {
 
 func (m GossipModel) validate() error {
 	if m.Nodes < 2 {
-		return fmt.Errorf("broadcast: %w: gossip needs N ≥ 2, got %d", gossip.ErrInvalidConfig, m.Nodes)
+		return fmt.Errorf("bsim: %w: gossip needs N ≥ 2, got %d", gossip.ErrInvalidConfig, m.Nodes)
 	}
 	if m.Live < 0 || m.Live > m.Nodes {
-		return fmt.Errorf("broadcast: %w: %d live of %d", gossip.ErrInvalidConfig, m.Live, m.Nodes)
+		return fmt.Errorf("bsim: %w: %d live of %d", gossip.ErrInvalidConfig, m.Live, m.Nodes)
 	}
 	if !(m.Delta > 0 && m.Delta < 1) {
-		return fmt.Errorf("broadcast: %w: delta %v outside (0, 1)", gossip.ErrInvalidConfig, m.Delta)
+		return fmt.Errorf("bsim: %w: delta %v outside (0, 1)", gossip.ErrInvalidConfig, m.Delta)
 	}
 	return m.Model.Validate()
 }
@@ -104,21 +105,21 @@ func ChainQuantile(nodes int, c, delta float64, v int) (g int, tail float64) {
 // approximation of alg (corrected gossip, equations 3, 4 and 5): the
 // smallest minimiser, plus one O of margin. For N = n = 1024, L = O = 1 and
 // δ = 6.93·10⁻⁷ this gives the paper's T = 24 for OCG (minimisers 23 and
-// 24) and T = 25 for CCG (minimisers 24 and 26). A Plan for gossip with no
-// GossipT chooses T the same way.
+// 24) and T = 25 for CCG (minimisers 24 and 26). A [broadcast.Plan] for
+// gossip with no GossipT chooses T the same way.
 func OptimalGossipTime(m GossipModel, alg GossipAlgorithm) (GossipChoice, error) {
 	if err := m.validate(); err != nil {
 		return GossipChoice{}, err
 	}
 	if int(alg) >= len(approxOf) {
-		return GossipChoice{}, fmt.Errorf("broadcast: %w: unknown gossip algorithm %d", gossip.ErrInvalidConfig, alg)
+		return GossipChoice{}, fmt.Errorf("bsim: %w: unknown gossip algorithm %d", gossip.ErrInvalidConfig, alg)
 	}
-	if alg == GossipFailProof && (m.F < 1 || m.F > MaxFailProof) {
-		return GossipChoice{}, fmt.Errorf("broadcast: %w: fail-proof approximation needs 1 ≤ f ≤ %d", gossip.ErrInvalidConfig, MaxFailProof)
+	if alg == GossipFailProof && (m.F < 1 || m.F > broadcast.MaxFailProof) {
+		return GossipChoice{}, fmt.Errorf("bsim: %w: fail-proof approximation needs 1 ≤ f ≤ %d", gossip.ErrInvalidConfig, broadcast.MaxFailProof)
 	}
 	ch, err := approx.Optimal(m.approx(), approxOf[alg])
 	if err != nil {
-		return GossipChoice{}, fmt.Errorf("broadcast: %w", err)
+		return GossipChoice{}, fmt.Errorf("bsim: %w", err)
 	}
 	return GossipChoice(ch), nil
 }
