@@ -13,7 +13,8 @@
 //   - topology: overlays and their spectral analysis
 //   - sim: the discrete-event and synchronous simulators
 //   - sdc: bit-flip and fault injectors for silent-data-corruption studies
-//   - broadcast: corrected-tree, corrected-gossip and BMG broadcasts
+//   - broadcast: corrected-tree, corrected-gossip and BMG broadcasts;
+//     broadcast/bsim simulates them
 //   - transport, aggregate: the live runtime over NATS
 //
 // The command gossipreduce (cmd/gossipreduce) drives all of them.

@@ -3,7 +3,14 @@
 // 2017), flooding of the binomial graph (Bouteiller et al., EuroMPI 2015)
 // and an acknowledged tree as the traditional baseline. The live runtime
 // uses it to hand a converged all-reduce result from a root to every live
-// process; the simulators reproduce the papers.
+// process.
+//
+// This package is the protocol: what every process of a group needs to
+// take part in a broadcast. Package broadcast/bsim simulates it (a
+// reference engine that drives one Machine per process, a fast engine for
+// trees and gossip, campaigns of random failures summarised in
+// percentiles), holds corrected gossip's approximations and reproduces the
+// papers' experiments.
 //
 // # Pieces
 //
@@ -16,12 +23,14 @@
 //     gossip.Message with Kind gossip.KindBroadcast.
 //   - [Node]: one process's side of every broadcast, one Machine per (root,
 //     epoch), delivering each at most once (Claim 1 of corrected gossip).
-//   - [SimulateMachines] (the reference) and [Simulator] (the fast engine
-//     for trees and gossip with opportunistic or checked correction), and
-//     [Campaign] to run many of them in parallel with random failures and
-//     summarise them in percentiles.
-//   - [OptimalGossipTime] and friends: corrected gossip's approximations
-//     (equations 1-5) that pick the gossip time T.
+//   - For simulators that apply the rules without machines, as bsim's fast
+//     engine does: [CorrectionState] (the ring-correction rules the
+//     machines use), [Tree.Child], [Plan.Deadline], [Plan.GossipTime] and
+//     [LogP.Hop].
+//
+// A gossip plan without a given T chooses it by corrected gossip's
+// approximations (equations 1-5, in an internal package that bsim
+// publishes).
 //
 // # Corrections
 //

@@ -1,7 +1,6 @@
 package broadcast_test
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/gossipreduce/gossipreduce/broadcast"
@@ -23,29 +22,6 @@ func ExampleNewTree() {
 	// 1 [5 7]
 	// 2 [8]
 	// interleaved: true latency: 7
-}
-
-// A hundred simulated broadcasts over 4096 processes, 1 % of them failed:
-// checked correction after an interleaved binomial tree colors everyone.
-func ExampleCampaign() {
-	s, _ := broadcast.ParseScheme("tree:binomial")
-	c, _ := broadcast.ParseCorrection("checked")
-	plan, err := broadcast.NewPlan(broadcast.Spec{Nodes: 4096, Scheme: s, Correction: c, Model: broadcast.LogP{L: 2, O: 1}})
-	if err != nil {
-		panic(err)
-	}
-	sum, err := broadcast.Campaign{Plan: plan, Faults: 41, Runs: 100, Seed: 1}.Run(context.Background())
-	if err != nil {
-		panic(err)
-	}
-	start, _ := plan.CorrectionStart()
-	fmt.Println("correction starts at", start)
-	fmt.Println("runs leaving a process uncolored:", sum.UncoloredRuns)
-	fmt.Println("L_SCC within Lemma 3's bounds:", sum.Correction.Max <= 8+2*sum.GMax.Max+1)
-	// Output:
-	// correction starts at 48
-	// runs leaving a process uncolored: 0
-	// L_SCC within Lemma 3's bounds: true
 }
 
 // How a runtime drives nodes: every tick each node may send one message;
@@ -88,15 +64,4 @@ func ExampleNode() {
 	fmt.Println("delivered to", delivered, "of 15 live processes")
 	// Output:
 	// delivered to 15 of 15 live processes
-}
-
-// Corrected gossip's choice of T for N = 1024, L = O = 1 (the paper's
-// figures 3 and 5: 24 for OCG, 25 for CCG).
-func ExampleOptimalGossipTime() {
-	m := broadcast.GossipModel{Nodes: 1024, Model: broadcast.LogP{L: 1, O: 1}, Delta: broadcast.DefaultDelta}
-	ocg, _ := broadcast.OptimalGossipTime(m, broadcast.GossipOpportunistic)
-	ccg, _ := broadcast.OptimalGossipTime(m, broadcast.GossipChecked)
-	fmt.Println("OCG", ocg.T, "CCG", ccg.T)
-	// Output:
-	// OCG 24 CCG 25
 }

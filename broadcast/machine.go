@@ -3,9 +3,9 @@ package broadcast
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
@@ -145,7 +145,7 @@ type Machine struct {
 
 	corr      bool // takes part in the correction
 	corrDone  bool
-	cs        corrState
+	cs        CorrectionState
 	corrSends int
 
 	fp  *failProof
@@ -176,7 +176,6 @@ func NewMachine(plan *Plan, cfg MachineConfig) (*Machine, error) {
 		epoch: cfg.Epoch,
 		rng:   cfg.Rand,
 		clock: cfg.Clock,
-		cs:    newCorrState(),
 	}
 	if m.rng == nil && plan.spec.Scheme.Kind == SchemeGossip {
 		m.rng = rand.NewPCG(cfg.Epoch, uint64(cfg.ID))
@@ -375,12 +374,7 @@ func (m *Machine) Poll(now int64, out []gossip.Message) []gossip.Message {
 	}
 	if m.gossip {
 		if t+p.o <= p.gT {
-			k := uniform(m.rng, uint64(p.n-1))
-			to := int32(k)
-			if to >= m.id {
-				to++
-			}
-			return append(out, m.message(to, MsgGossip, t))
+			return append(out, m.message(pick.Other(m.rng, p.n, m.id), MsgGossip, t))
 		}
 		m.gossip = false
 	}
@@ -401,7 +395,7 @@ func (m *Machine) Poll(now int64, out []gossip.Message) []gossip.Message {
 // pollCorrection sends the next opportunistic or checked correction
 // message, if any.
 func (m *Machine) pollCorrection(t int64) (gossip.Message, bool) {
-	left, off, ok := m.cs.next(m.plan)
+	left, off, ok := m.cs.Next(m.plan)
 	if !ok {
 		m.corrDone = true
 		return gossip.Message{}, false
@@ -582,18 +576,5 @@ func (m *Machine) onCorrection(typ MsgType, from int32, fresh bool) {
 			m.corr = true
 		}
 	}
-	m.cs.heard(p, fromRight, dist)
-}
-
-// uniform returns a uniformly distributed integer in [0, n), n > 0, from
-// src by Lemire's multiply-and-reject method.
-func uniform(src rand.Source, n uint64) uint64 {
-	hi, lo := bits.Mul64(src.Uint64(), n)
-	if lo < n {
-		thresh := -n % n
-		for lo < thresh {
-			hi, lo = bits.Mul64(src.Uint64(), n)
-		}
-	}
-	return hi
+	m.cs.Heard(p, fromRight, int(dist))
 }

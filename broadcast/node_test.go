@@ -1,4 +1,4 @@
-package broadcast
+package broadcast_test
 
 import (
 	"math/rand/v2"
@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gossipreduce/gossipreduce/broadcast"
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/plantest"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
@@ -16,24 +18,24 @@ import (
 // It can deliver every message twice and remembers all it carried.
 type nodeNet struct {
 	t       *testing.T
-	plan    *Plan
-	nodes   []*Node
+	plan    *broadcast.Plan
+	nodes   []*broadcast.Node
 	dead    []bool
 	now     int64
 	inbox   map[int64][]gossip.Message
 	carried []gossip.Message
 	twice   bool
-	got     [][]Delivery
+	got     [][]broadcast.Delivery
 }
 
-func newNodeNet(t *testing.T, plan *Plan, cfg NodeConfig) *nodeNet {
+func newNodeNet(t *testing.T, plan *broadcast.Plan, cfg broadcast.NodeConfig) *nodeNet {
 	n := plan.Nodes()
-	net := &nodeNet{t: t, plan: plan, dead: make([]bool, n), inbox: map[int64][]gossip.Message{}, got: make([][]Delivery, n)}
+	net := &nodeNet{t: t, plan: plan, dead: make([]bool, n), inbox: map[int64][]gossip.Message{}, got: make([][]broadcast.Delivery, n)}
 	for v := 0; v < n; v++ {
 		c := cfg
 		c.ID = gossip.NodeID(v)
-		c.Clock = ClockFromMessages
-		node, err := NewNode(plan, c)
+		c.Clock = broadcast.ClockFromMessages
+		node, err := broadcast.NewNode(plan, c)
 		require.NoError(t, err)
 		net.nodes = append(net.nodes, node)
 	}
@@ -41,7 +43,7 @@ func newNodeNet(t *testing.T, plan *Plan, cfg NodeConfig) *nodeNet {
 }
 
 func (net *nodeNet) run(ticks int) {
-	hop := net.plan.hop
+	hop := net.plan.Spec().Model.Hop()
 	var out []gossip.Message
 	for end := net.now + int64(ticks); net.now < end; net.now++ {
 		t := net.now
@@ -76,8 +78,8 @@ func (net *nodeNet) run(ticks int) {
 // the network duplicates every message and old messages are replayed.
 func TestNodeIntegrityNoDuplicates(t *testing.T) {
 	for _, corr := range []string{"checked", "checked-overlapped", "optimized:2", "failproof:1"} {
-		plan := mustPlan(t, "tree:binomial", corr, 40, LogP{L: 2, O: 1})
-		net := newNodeNet(t, plan, NodeConfig{})
+		plan := plantest.MustPlan(t, "tree:binomial", corr, 40, broadcast.LogP{L: 2, O: 1})
+		net := newNodeNet(t, plan, broadcast.NodeConfig{})
 		net.twice = true
 		net.dead[7], net.dead[20] = true, true
 		type bc struct {
@@ -116,8 +118,8 @@ func TestNodeIntegrityNoDuplicates(t *testing.T) {
 // ones silently; a root's epochs must increase; with OncePerEpoch a second
 // root's broadcast of the same epoch (a take-over) is not delivered again.
 func TestNodeEpochs(t *testing.T) {
-	plan := mustPlan(t, "tree:kary:3", "checked", 20, LogP{L: 1, O: 1})
-	net := newNodeNet(t, plan, NodeConfig{Window: 2, OncePerEpoch: true})
+	plan := plantest.MustPlan(t, "tree:kary:3", "checked", 20, broadcast.LogP{L: 1, O: 1})
+	net := newNodeNet(t, plan, broadcast.NodeConfig{Window: 2, OncePerEpoch: true})
 	for e := uint64(1); e <= 4; e++ {
 		require.NoError(t, net.nodes[0].Broadcast(net.now, e, []float64{float64(e)}))
 		net.run(60)
@@ -152,19 +154,19 @@ func TestNodeEpochs(t *testing.T) {
 	}
 	// Foreign traffic is refused with a reason.
 	assert.ErrorIs(t, net.nodes[1].Step(0, gossip.Message{Kind: gossip.KindPush}), gossip.ErrForeignMessage)
-	assert.ErrorIs(t, net.nodes[1].Step(0, gossip.Message{Kind: gossip.KindBroadcast, Tag: EncodeTag(MsgTree, 0, 99, 0)}), gossip.ErrForeignMessage)
-	_, err := NewNode(plan, NodeConfig{ID: 20})
+	assert.ErrorIs(t, net.nodes[1].Step(0, gossip.Message{Kind: gossip.KindBroadcast, Tag: broadcast.EncodeTag(broadcast.MsgTree, 0, 99, 0)}), gossip.ErrForeignMessage)
+	_, err := broadcast.NewNode(plan, broadcast.NodeConfig{ID: 20})
 	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)
-	_, err = NewNode(nil, NodeConfig{})
+	_, err = broadcast.NewNode(nil, broadcast.NodeConfig{})
 	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)
 }
 
 // Nodes with gossip dissemination draw targets from the source NodeConfig
 // gives them, so a run is reproducible.
 func TestNodeGossipDeterministic(t *testing.T) {
-	plan := mustPlan(t, "gossip", "checked", 30, LogP{L: 1, O: 1})
-	deliveries := func() [][]Delivery {
-		net := newNodeNet(t, plan, NodeConfig{Rand: func(root gossip.NodeID, epoch uint64) rand.Source {
+	plan := plantest.MustPlan(t, "gossip", "checked", 30, broadcast.LogP{L: 1, O: 1})
+	deliveries := func() [][]broadcast.Delivery {
+		net := newNodeNet(t, plan, broadcast.NodeConfig{Rand: func(root gossip.NodeID, epoch uint64) rand.Source {
 			return rand.NewPCG(uint64(root), epoch)
 		}})
 		require.NoError(t, net.nodes[3].Broadcast(0, 1, []float64{7}))

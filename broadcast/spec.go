@@ -3,10 +3,10 @@ package broadcast
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/approx"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
@@ -303,7 +303,7 @@ func NewPlan(spec Spec) (*Plan, error) {
 	if spec.Nodes < 1 || spec.Nodes > MaxNodes {
 		return nil, fmt.Errorf("broadcast: %w: %d processes (want 1 … %d)", gossip.ErrInvalidConfig, spec.Nodes, MaxNodes)
 	}
-	if err := spec.Model.validate(); err != nil {
+	if err := spec.Model.Validate(); err != nil {
 		return nil, err
 	}
 	if spec.Live < 0 || spec.Live > spec.Nodes {
@@ -320,7 +320,7 @@ func NewPlan(spec Spec) (*Plan, error) {
 		n:    int32(spec.Nodes),
 		o:    int64(spec.Model.O),
 		l:    int64(spec.Model.L),
-		hop:  spec.Model.hop(),
+		hop:  spec.Model.Hop(),
 	}
 	c := spec.Correction
 	switch c.Kind {
@@ -379,7 +379,7 @@ func NewPlan(spec Spec) (*Plan, error) {
 	}
 	p.ack = spec.AckTimeout
 	if p.ack == 0 && spec.Scheme.Kind == SchemeAck {
-		p.ack = 2 * ackLatency(p.tree, spec.Model)
+		p.ack = 2 * p.tree.AckLatency(spec.Model)
 	}
 	return p, nil
 }
@@ -398,16 +398,17 @@ func (p *Plan) chooseT() error {
 	if delta == 0 {
 		delta = DefaultDelta
 	}
-	alg := GossipOpportunistic
+	alg := approx.Opportunistic
 	switch spec.Correction.Kind {
 	case CorrectionChecked:
-		alg = GossipChecked
+		alg = approx.Checked
 	case CorrectionFailProof:
-		alg = GossipFailProof
+		alg = approx.FailProof
 	}
-	ch, err := OptimalGossipTime(GossipModel{Nodes: spec.Nodes, Live: live, Model: spec.Model, Delta: delta, F: spec.Correction.F}, alg)
+	// NewPlan has validated everything the approximations need.
+	ch, err := approx.Optimal(approx.Model{Nodes: spec.Nodes, Live: live, L: spec.Model.L, O: spec.Model.O, Delta: delta, F: spec.Correction.F}, alg)
 	if err != nil {
-		return err
+		return fmt.Errorf("broadcast: %w", err)
 	}
 	p.gT = int64(ch.T)
 	p.kHat = ch.K
@@ -439,6 +440,13 @@ func (p *Plan) CorrectionStart() (t int64, ok bool) {
 	return p.start, true
 }
 
+// Deadline returns the broadcast time by which dissemination ends in a
+// fault-free run: the tree's Deadline, or T+L+o after gossip (when the
+// last gossip message has been received); 0 for BMG flooding.
+// Synchronized correction starts then, and a process colored by gossip
+// later is no g-node.
+func (p *Plan) Deadline() int64 { return p.start }
+
 // GossipTime returns T and, when T was chosen by the approximations, the
 // K̂ (or Ĝ for fail-proof) that went with it.
 func (p *Plan) GossipTime() (t int64, kHat int) { return p.gT, p.kHat }
@@ -461,36 +469,4 @@ func bmgOffsets(n int) []int32 {
 		}
 	}
 	return offs
-}
-
-// ackLatency is the fault-free latency of the acknowledged tree: the time
-// its root receives the last acknowledgment, under model, with receives
-// queued in arrival order (ties by sender) and sends serialised.
-func ackLatency(t *Tree, model LogP) int64 {
-	o, hop := int64(model.O), model.hop()
-	color := t.ColorTimes(model)
-	n := t.Len()
-	// sendFree[v] is when v's send port is free after its tree sends;
-	// ready[v] the time v may send its acknowledgment.
-	ready := make([]int64, n)
-	arrivals := make([][]int64, n)
-	for v := n - 1; v >= 0; v-- {
-		kids := t.kids(int32(v))
-		free := color[v] + int64(len(kids))*o
-		r := free
-		if len(kids) > 0 {
-			a := arrivals[v]
-			slices.Sort(a)
-			recvFree := int64(0)
-			for _, at := range a {
-				recvFree = max(at, recvFree) + o
-			}
-			r = max(r, recvFree)
-		}
-		ready[v] = r
-		if p := t.parent[v]; p >= 0 {
-			arrivals[p] = append(arrivals[p], r+hop-o)
-		}
-	}
-	return ready[0]
 }

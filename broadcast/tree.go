@@ -97,7 +97,9 @@ type LogP struct {
 	L, O int
 }
 
-func (m LogP) validate() error {
+// Validate returns an error wrapping gossip.ErrInvalidConfig unless o ≥ 1
+// and L ≥ 0, neither above 2^20.
+func (m LogP) Validate() error {
 	if m.O < 1 || m.L < 0 {
 		return fmt.Errorf("broadcast: %w: LogP needs o ≥ 1 and L ≥ 0, got L=%d o=%d", gossip.ErrInvalidConfig, m.L, m.O)
 	}
@@ -107,9 +109,9 @@ func (m LogP) validate() error {
 	return nil
 }
 
-// hop is the time from the start of a send to the end of its receive:
-// o to send, L on the wire, o to receive.
-func (m LogP) hop() int64 { return int64(2*m.O + m.L) }
+// Hop returns the time from the start of a send to the end of its
+// receive: o to send, L on the wire, o to receive.
+func (m LogP) Hop() int64 { return int64(2*m.O + m.L) }
 
 // TreeSpec selects a tree: its kind, the parameter K of KAry (the arity)
 // and Lame (the order), and the numbering.
@@ -177,10 +179,10 @@ func NewTree(spec TreeSpec, n int, model LogP) (*Tree, error) {
 	case Lame:
 		edges = scheduleParents(n, 1, int64(spec.K))
 	case Optimal:
-		if err := model.validate(); err != nil {
+		if err := model.Validate(); err != nil {
 			return nil, err
 		}
-		edges = scheduleParents(n, int64(model.O), model.hop())
+		edges = scheduleParents(n, int64(model.O), model.Hop())
 	}
 	t := fromParents(spec, n, edges)
 	if spec.Order == InOrder {
@@ -360,6 +362,21 @@ func (t *Tree) Parent(v gossip.NodeID) (p gossip.NodeID, ok bool) {
 	return gossip.NodeID(t.parent[v]), true
 }
 
+// Child returns the i-th child (from 0) of v in the order v sends to them;
+// ok is false past the last child and for a v out of range. Unlike
+// Children it copies nothing, for simulators that walk a process's sends
+// one at a time.
+func (t *Tree) Child(v gossip.NodeID, i int) (c gossip.NodeID, ok bool) {
+	if int64(v) >= int64(t.n) {
+		return 0, false
+	}
+	kids := t.kids(int32(v))
+	if i < 0 || i >= len(kids) {
+		return 0, false
+	}
+	return gossip.NodeID(kids[i]), true
+}
+
 // kids returns the internal child slice of v (read only).
 func (t *Tree) kids(v int32) []int32 { return t.child[t.start[v]:t.start[v+1]] }
 
@@ -368,7 +385,7 @@ func (t *Tree) kids(v int32) []int32 { return t.child[t.start[v]:t.start[v+1]] }
 // child (from 0) of a process colored at c is colored at c + j·o + 2o + L.
 func (t *Tree) ColorTimes(model LogP) []int64 {
 	at := make([]int64, t.n)
-	o, hop := int64(model.O), model.hop()
+	o, hop := int64(model.O), model.Hop()
 	// Parents always have smaller preorder and creation numbers than
 	// their children in both numberings, so one increasing pass suffices.
 	for v := int32(0); int(v) < t.n; v++ {
@@ -388,6 +405,39 @@ func (t *Tree) Deadline(model LogP) int64 {
 		d = max(d, c)
 	}
 	return d
+}
+
+// AckLatency returns the fault-free latency of the acknowledged broadcast
+// over t (SchemeAck) under model: the time its root receives the last
+// acknowledgment, with receives queued in arrival order (ties by sender)
+// and sends serialised. Spec.AckTimeout defaults to twice this.
+func (t *Tree) AckLatency(model LogP) int64 {
+	o, hop := int64(model.O), model.Hop()
+	color := t.ColorTimes(model)
+	n := t.Len()
+	// sendFree[v] is when v's send port is free after its tree sends;
+	// ready[v] the time v may send its acknowledgment.
+	ready := make([]int64, n)
+	arrivals := make([][]int64, n)
+	for v := n - 1; v >= 0; v-- {
+		kids := t.kids(int32(v))
+		free := color[v] + int64(len(kids))*o
+		r := free
+		if len(kids) > 0 {
+			a := arrivals[v]
+			slices.Sort(a)
+			recvFree := int64(0)
+			for _, at := range a {
+				recvFree = max(at, recvFree) + o
+			}
+			r = max(r, recvFree)
+		}
+		ready[v] = r
+		if p := t.parent[v]; p >= 0 {
+			arrivals[p] = append(arrivals[p], r+hop-o)
+		}
+	}
+	return ready[0]
 }
 
 // Height returns the number of edges on the longest root-to-leaf path.

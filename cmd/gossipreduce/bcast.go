@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/broadcast"
+	"github.com/gossipreduce/gossipreduce/broadcast/bsim"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
@@ -157,7 +158,7 @@ func runBcastGossipTime(args []string, out *stdio) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	m := broadcast.GossipModel{Nodes: *nodes, Live: *live, Model: broadcast.LogP{L: *l, O: *o}, Delta: *delta, F: *f}
+	m := bsim.GossipModel{Nodes: *nodes, Live: *live, Model: broadcast.LogP{L: *l, O: *o}, Delta: *delta, F: *f}
 	type row struct {
 		Algorithm string  `json:"algorithm"`
 		T         int     `json:"T"`
@@ -168,9 +169,9 @@ func runBcastGossipTime(args []string, out *stdio) error {
 	var rows []row
 	for _, a := range []struct {
 		name string
-		alg  broadcast.GossipAlgorithm
-	}{{"ocg", broadcast.GossipOpportunistic}, {"ccg", broadcast.GossipChecked}, {"fcg", broadcast.GossipFailProof}} {
-		ch, err := broadcast.OptimalGossipTime(m, a.alg)
+		alg  bsim.GossipAlgorithm
+	}{{"ocg", bsim.GossipOpportunistic}, {"ccg", bsim.GossipChecked}, {"fcg", bsim.GossipFailProof}} {
+		ch, err := bsim.OptimalGossipTime(m, a.alg)
 		if err != nil {
 			return usagef("%v", err)
 		}
@@ -241,7 +242,7 @@ func runBcastSim(ctx context.Context, args []string, out *stdio) error {
 		nf = *faults
 	}
 	spec.Live = max(spec.Nodes-nf-*online, 0)
-	eng, err := broadcast.ParseEngine(*engine)
+	eng, err := bsim.ParseEngine(*engine)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -257,7 +258,7 @@ func runBcastSim(ctx context.Context, args []string, out *stdio) error {
 	}
 	progress, stop := bcastProgress(out.Stderr, *runs)
 	defer stop()
-	c := broadcast.Campaign{Plan: plan, Faults: nf, OnlineFaults: *online, Runs: *runs, Seed: s0, Workers: *workers, Engine: eng, Keep: *perRun, Progress: progress}
+	c := bsim.Campaign{Plan: plan, Faults: nf, OnlineFaults: *online, Runs: *runs, Seed: s0, Workers: *workers, Engine: eng, Keep: *perRun, Progress: progress}
 	start := time.Now()
 	sum, err := c.Run(ctx)
 	stop()
@@ -310,38 +311,38 @@ func bcastProgress(w io.Writer, total int) (func(int), func()) {
 }
 
 type bcastReport struct {
-	Scheme          string          `json:"scheme"`
-	Order           string          `json:"order,omitempty"`
-	Correction      string          `json:"correction"`
-	Nodes           int             `json:"nodes"`
-	L               int             `json:"L"`
-	O               int             `json:"o"`
-	Faults          int             `json:"faults"`
-	FaultRate       float64         `json:"fault_rate"`
-	OnlineFaults    int             `json:"online_faults"`
-	Runs            int             `json:"runs"`
-	Seed            uint64          `json:"seed"`
-	RunSeeds        string          `json:"run_seeds"`
-	Engine          string          `json:"engine"`
-	GossipT         int64           `json:"gossip_T,omitempty"`
-	CorrectionStart *int64          `json:"correction_start,omitempty"`
-	BMGDegree       int             `json:"bmg_degree,omitempty"`
-	Coloring        broadcast.Dist  `json:"coloring_latency"`
-	Quiescence      broadcast.Dist  `json:"quiescence_latency"`
-	Correction_     *broadcast.Dist `json:"correction_latency,omitempty"`
-	Msgs            broadcast.Dist  `json:"msgs_per_process"`
-	CorrectionMsgs  broadcast.Dist  `json:"correction_msgs_per_process"`
-	Uncolored       broadcast.Dist  `json:"uncolored"`
-	UncoloredRuns   int             `json:"uncolored_runs"`
-	GMax            broadcast.Dist  `json:"g_max"`
-	Participants    broadcast.Dist  `json:"correction_participants"`
-	UndeliveredRuns int             `json:"undelivered_runs"`
-	SOSRuns         int             `json:"sos_runs"`
-	Elapsed         float64         `json:"elapsed_seconds"`
-	PerSecond       float64         `json:"broadcasts_per_second"`
+	Scheme          string     `json:"scheme"`
+	Order           string     `json:"order,omitempty"`
+	Correction      string     `json:"correction"`
+	Nodes           int        `json:"nodes"`
+	L               int        `json:"L"`
+	O               int        `json:"o"`
+	Faults          int        `json:"faults"`
+	FaultRate       float64    `json:"fault_rate"`
+	OnlineFaults    int        `json:"online_faults"`
+	Runs            int        `json:"runs"`
+	Seed            uint64     `json:"seed"`
+	RunSeeds        string     `json:"run_seeds"`
+	Engine          string     `json:"engine"`
+	GossipT         int64      `json:"gossip_T,omitempty"`
+	CorrectionStart *int64     `json:"correction_start,omitempty"`
+	BMGDegree       int        `json:"bmg_degree,omitempty"`
+	Coloring        bsim.Dist  `json:"coloring_latency"`
+	Quiescence      bsim.Dist  `json:"quiescence_latency"`
+	Correction_     *bsim.Dist `json:"correction_latency,omitempty"`
+	Msgs            bsim.Dist  `json:"msgs_per_process"`
+	CorrectionMsgs  bsim.Dist  `json:"correction_msgs_per_process"`
+	Uncolored       bsim.Dist  `json:"uncolored"`
+	UncoloredRuns   int        `json:"uncolored_runs"`
+	GMax            bsim.Dist  `json:"g_max"`
+	Participants    bsim.Dist  `json:"correction_participants"`
+	UndeliveredRuns int        `json:"undelivered_runs"`
+	SOSRuns         int        `json:"sos_runs"`
+	Elapsed         float64    `json:"elapsed_seconds"`
+	PerSecond       float64    `json:"broadcasts_per_second"`
 }
 
-func newBcastReport(plan *broadcast.Plan, c broadcast.Campaign, s broadcast.Summary, elapsed time.Duration) bcastReport {
+func newBcastReport(plan *broadcast.Plan, c bsim.Campaign, s bsim.Summary, elapsed time.Duration) bcastReport {
 	spec := plan.Spec()
 	r := bcastReport{
 		Scheme:          spec.Scheme.String(),
@@ -385,7 +386,7 @@ func newBcastReport(plan *broadcast.Plan, c broadcast.Campaign, s broadcast.Summ
 	return r
 }
 
-func bcastPerRun(plan *broadcast.Plan, i int, r broadcast.Result) map[string]any {
+func bcastPerRun(plan *broadcast.Plan, i int, r bsim.Result) map[string]any {
 	m := map[string]any{
 		"run":                         i,
 		"seed":                        r.Seed,
@@ -425,7 +426,7 @@ func (r bcastReport) text(w io.Writer) error {
 		fmt.Fprintf(&b, "BMG degree %d\n", r.BMGDegree)
 	}
 	fmt.Fprintf(&b, "%-28s %9s %9s %9s %9s %9s\n", "metric", "p50", "p99", "p99.9", "max", "mean")
-	row := func(name string, d broadcast.Dist) {
+	row := func(name string, d bsim.Dist) {
 		fmt.Fprintf(&b, "%-28s %9.4g %9.4g %9.4g %9.4g %9.4g\n", name, d.P50, d.P99, d.P999, d.Max, d.Mean)
 	}
 	row("coloring latency", r.Coloring)

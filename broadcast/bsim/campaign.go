@@ -1,4 +1,4 @@
-package broadcast
+package bsim
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gossipreduce/gossipreduce/broadcast"
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
@@ -23,7 +25,7 @@ const (
 	EngineAuto Engine = iota
 	// EngineFast insists on the fast engine.
 	EngineFast
-	// EngineMachines drives one Machine per process (SimulateMachines).
+	// EngineMachines drives one broadcast.Machine per process (SimulateMachines).
 	EngineMachines
 )
 
@@ -50,7 +52,7 @@ func ParseEngine(s string) (Engine, error) {
 	case "machines", "reference":
 		return EngineMachines, nil
 	}
-	return 0, fmt.Errorf("broadcast: %w: engine %q (want auto, fast or machines)", gossip.ErrInvalidConfig, s)
+	return 0, fmt.Errorf("bsim: %w: engine %q (want auto, fast or machines)", gossip.ErrInvalidConfig, s)
 }
 
 // Campaign is a series of simulated broadcasts of one plan with random
@@ -59,7 +61,7 @@ func ParseEngine(s string) (Engine, error) {
 // draws from rand.NewPCG(Seed+i, v)), so "--seed Seed+i --runs 1" replays
 // run i alone.
 type Campaign struct {
-	Plan *Plan
+	Plan *broadcast.Plan
 	// Faults is the number of processes (never the root) failed before
 	// the start, chosen uniformly at random for every run.
 	Faults int
@@ -148,14 +150,14 @@ type Summary struct {
 // Run executes the campaign.
 func (c Campaign) Run(ctx context.Context) (Summary, error) {
 	if c.Plan == nil {
-		return Summary{}, fmt.Errorf("broadcast: %w: campaign without a plan", gossip.ErrInvalidConfig)
+		return Summary{}, fmt.Errorf("bsim: %w: campaign without a plan", gossip.ErrInvalidConfig)
 	}
 	n := c.Plan.Nodes()
 	if c.Runs < 1 {
-		return Summary{}, fmt.Errorf("broadcast: %w: %d runs", gossip.ErrInvalidConfig, c.Runs)
+		return Summary{}, fmt.Errorf("bsim: %w: %d runs", gossip.ErrInvalidConfig, c.Runs)
 	}
 	if c.Faults < 0 || c.OnlineFaults < 0 || c.Faults+c.OnlineFaults > n-1 {
-		return Summary{}, fmt.Errorf("broadcast: %w: %d + %d failures among %d processes (the root never fails)", gossip.ErrInvalidConfig, c.Faults, c.OnlineFaults, n)
+		return Summary{}, fmt.Errorf("bsim: %w: %d + %d failures among %d processes (the root never fails)", gossip.ErrInvalidConfig, c.Faults, c.OnlineFaults, n)
 	}
 	engine := c.Engine
 	fast := FastSupported(c.Plan) && c.OnlineFaults == 0
@@ -167,11 +169,12 @@ func (c Campaign) Run(ctx context.Context) (Summary, error) {
 		}
 	case EngineFast:
 		if !fast {
-			return Summary{}, fmt.Errorf("broadcast: %w: the fast engine does not run %s with %s and failures during the run", gossip.ErrInvalidConfig, c.Plan.spec.Scheme, c.Plan.spec.Correction)
+			spec := c.Plan.Spec()
+			return Summary{}, fmt.Errorf("bsim: %w: the fast engine does not run %s with %s and failures during the run", gossip.ErrInvalidConfig, spec.Scheme, spec.Correction)
 		}
 	case EngineMachines:
 	default:
-		return Summary{}, fmt.Errorf("broadcast: %w: engine %d", gossip.ErrInvalidConfig, engine)
+		return Summary{}, fmt.Errorf("bsim: %w: engine %d", gossip.ErrInvalidConfig, engine)
 	}
 	workers := c.Workers
 	if workers <= 0 {
@@ -264,9 +267,9 @@ func (c Campaign) one(ctx context.Context, sim *Simulator, seed uint64, dead *[]
 		}
 	}
 	for k := 0; k < c.OnlineFaults; k++ {
-		j := k + int(uniform(src, uint64(len(live)-k)))
+		j := k + int(pick.Uniform(src, uint64(len(live)-k)))
 		live[k], live[j] = live[j], live[k]
-		fails.FailAt[live[k]] = int64(uniform(src, uint64(max(base.Quiescence, 1))))
+		fails.FailAt[live[k]] = int64(pick.Uniform(src, uint64(max(base.Quiescence, 1))))
 	}
 	return SimulateMachines(ctx, c.Plan, fails, seed, false)
 }

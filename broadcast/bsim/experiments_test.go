@@ -3,11 +3,11 @@
 // The long experiments that reproduce the papers. They are not part of the
 // default test suite; run one with, for example,
 //
-//	go test -tags experiments ./broadcast -run TestExperimentTable1 -v -timeout 0 -args -runs 2500
+//	go test -tags experiments ./broadcast/bsim -run TestExperimentTable1 -v -timeout 0 -args -runs 2500
 //
 // Each prints a markdown table (side by side with the paper where it gives
 // numbers) and writes JSON and PNG files to docs/figures.
-package broadcast
+package bsim
 
 import (
 	"cmp"
@@ -31,13 +31,17 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/gossipreduce/gossipreduce/broadcast"
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/plantest"
+	"github.com/gossipreduce/gossipreduce/topology"
 )
 
 var (
 	expRuns    = flag.Int("runs", 2500, "runs per configuration of the big campaigns")
 	expOppRuns = flag.Int("opp-runs", 5000, "runs per tree and rate of the opportunistic campaign")
 	expSeed    = flag.Uint64("seed", 20190216, "seed of the campaigns (run i of a configuration uses seed+i)")
-	expOut     = flag.String("out", "../docs/figures", "where figures and data go")
+	expOut     = flag.String("out", "../../docs/figures", "where figures and data go")
 )
 
 // paperTrees are the trees of corrected trees' evaluation (section 4): a
@@ -96,7 +100,7 @@ var palette = []color.Color{
 // trees.
 func TestExperimentTable1(t *testing.T) {
 	const n = 65536
-	m := LogP{L: 2, O: 1}
+	m := broadcast.LogP{L: 2, O: 1}
 	lff := int64(4*m.O + m.L + ceilDiv(m.L, m.O)*m.O)
 	paper := map[float64][6]float64{
 		0.0001: {1, 2, 3, 10, 12, 14},
@@ -131,7 +135,7 @@ func TestExperimentTable1(t *testing.T) {
 		var gs, ls []float64
 		low, high := 0, 0
 		for i, tree := range paperTrees {
-			p := mustPlan(t, tree, "checked", n, m)
+			p := plantest.MustPlan(t, tree, "checked", n, m)
 			s := campaign(t, fmt.Sprintf("%s %.2f%%", tree, 100*rate), Campaign{Plan: p, Faults: f, Runs: *expRuns, Seed: *expSeed + uint64(1000000*i), Keep: true})
 			require.Zero(t, s.UncoloredRuns, "checked correction colors everyone")
 			if pairs[tree] == nil {
@@ -222,7 +226,7 @@ func TestExperimentTable1(t *testing.T) {
 // colored by correction stay silent.
 func TestExperimentOpportunistic(t *testing.T) {
 	const n = 65536
-	m := LogP{L: 2, O: 1}
+	m := broadcast.LogP{L: 2, O: 1}
 	type row struct {
 		Correction, Tree string
 		Rate             float64
@@ -240,7 +244,7 @@ func TestExperimentOpportunistic(t *testing.T) {
 		}
 		for _, rate := range []float64{0.01, 0.02, 0.04} {
 			for i, tree := range paperTrees {
-				p := mustPlan(t, tree, corr, n, m)
+				p := plantest.MustPlan(t, tree, corr, n, m)
 				s := campaign(t, fmt.Sprintf("%s %s %.0f%%", tree, corr, 100*rate), Campaign{Plan: p, Faults: faultsOf(rate, n), Runs: runs, Seed: *expSeed + uint64(1000000*i)})
 				rows = append(rows, row{corr, tree, rate, s.Runs, s.UncoloredRuns, s.Uncolored.Max, s.CorrectionMsgs, s.Quiescence})
 			}
@@ -268,7 +272,7 @@ func TestExperimentOpportunistic(t *testing.T) {
 // correction (d = 4), for acknowledged trees, and for checked and
 // opportunistic corrected gossip.
 func TestExperimentFig67(t *testing.T) {
-	m := LogP{L: 2, O: 1}
+	m := broadcast.LogP{L: 2, O: 1}
 	sizes := []int{1 << 10, 1 << 11, 1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16}
 	type series struct {
 		Name       string
@@ -293,7 +297,7 @@ func TestExperimentFig67(t *testing.T) {
 				s           *series
 				scheme, cor string
 			}{{chk, tree, "checked"}, {opp, tree, "optimized:4"}, {ack, "ack:" + short, "none"}} {
-				p := mustPlan(t, x.scheme, x.cor, n, m)
+				p := plantest.MustPlan(t, x.scheme, x.cor, n, m)
 				r, err := SimulateMachines(ctx, p, Failures{}, 1, false)
 				if FastSupported(p) {
 					sim, err2 := NewSimulator(p)
@@ -318,7 +322,7 @@ func TestExperimentFig67(t *testing.T) {
 		for _, n := range sizes {
 			// CCG: the T of lowest mean latency near the approximation;
 			// OCG: the approximation's T (δ = 6.93·10⁻⁷).
-			base := mustPlan(t, "gossip", g.corr, n, m)
+			base := plantest.MustPlan(t, "gossip", g.corr, n, m)
 			T0, _ := base.GossipTime()
 			best, bestT := Summary{}, int64(-1)
 			lo, hi := T0, T0
@@ -328,7 +332,7 @@ func TestExperimentFig67(t *testing.T) {
 			for T := lo; T <= hi; T++ {
 				sp := base.Spec()
 				sp.GossipT = int(T)
-				p, err := NewPlan(sp)
+				p, err := broadcast.NewPlan(sp)
 				require.NoError(t, err)
 				sum := campaign(t, fmt.Sprintf("%s P=%d T=%d", g.name, n, T), Campaign{Plan: p, Runs: runs, Seed: *expSeed, Keep: true})
 				if bestT < 0 || sum.Quiescence.Mean < best.Quiescence.Mean {
@@ -429,7 +433,7 @@ func TestExperimentFig67(t *testing.T) {
 // approximations' T for N = 1024 (the paper: 24 and 25), and the latency of
 // CCG over T against equation 4 (the paper's figure 5).
 func TestExperimentGossip(t *testing.T) {
-	m := LogP{L: 1, O: 1}
+	m := broadcast.LogP{L: 1, O: 1}
 	type allRow struct {
 		T        int
 		Runs     int
@@ -438,8 +442,8 @@ func TestExperimentGossip(t *testing.T) {
 	}
 	var rows []allRow
 	for _, T := range []int{17, 20, 24, 28, 30, 32, 34, 36} {
-		s, _ := ParseScheme("gossip")
-		p, err := NewPlan(Spec{Nodes: 1000, Scheme: s, Model: m, GossipT: T})
+		s, _ := broadcast.ParseScheme("gossip")
+		p, err := broadcast.NewPlan(broadcast.Spec{Nodes: 1000, Scheme: s, Model: m, GossipT: T})
 		require.NoError(t, err)
 		sum := campaign(t, fmt.Sprintf("gossip alone T=%d", T), Campaign{Plan: p, Runs: *expRuns * 4, Seed: *expSeed})
 		all := sum.Runs - sum.UncoloredRuns
@@ -451,14 +455,14 @@ func TestExperimentGossip(t *testing.T) {
 		fmt.Fprintf(&b, "| %d | %d | %d | %.4f |\n", r.T, r.Runs, r.AllRuns, r.Fraction)
 	}
 	fmt.Fprintln(&b, "\npaper: 95.1 % at T = 17")
-	gm := GossipModel{Nodes: 1024, Model: m, Delta: DefaultDelta, F: 1}
+	gm := GossipModel{Nodes: 1024, Model: m, Delta: broadcast.DefaultDelta, F: 1}
 	ocg, err := OptimalGossipTime(gm, GossipOpportunistic)
 	require.NoError(t, err)
 	ccg, err := OptimalGossipTime(gm, GossipChecked)
 	require.NoError(t, err)
 	assert.Equal(t, 24, ocg.T)
 	assert.Equal(t, 25, ccg.T)
-	fmt.Fprintf(&b, "\nApproximations, N = 1024, L = O = 1, δ = %g: OCG T = %d (argmin %d, K̂ = %d); CCG T = %d (argmin %d, K̂ = %d); paper 24 and 25\n", DefaultDelta, ocg.T, ocg.ArgMin, ocg.K, ccg.T, ccg.ArgMin, ccg.K)
+	fmt.Fprintf(&b, "\nApproximations, N = 1024, L = O = 1, δ = %g: OCG T = %d (argmin %d, K̂ = %d); CCG T = %d (argmin %d, K̂ = %d); paper 24 and 25\n", broadcast.DefaultDelta, ocg.T, ocg.ArgMin, ocg.K, ccg.T, ccg.ArgMin, ccg.K)
 	type tRow struct {
 		T                             int
 		Estimate                      float64
@@ -469,12 +473,12 @@ func TestExperimentGossip(t *testing.T) {
 	c, err := ExpectedColored(gm, 80)
 	require.NoError(t, err)
 	for T := 18; T <= 32; T++ {
-		s, _ := ParseScheme("gossip")
-		cc, _ := ParseCorrection("checked")
-		p, err := NewPlan(Spec{Nodes: 1024, Scheme: s, Correction: cc, Model: m, GossipT: T})
+		s, _ := broadcast.ParseScheme("gossip")
+		cc, _ := broadcast.ParseCorrection("checked")
+		p, err := broadcast.NewPlan(broadcast.Spec{Nodes: 1024, Scheme: s, Correction: cc, Model: m, GossipT: T})
 		require.NoError(t, err)
 		sum := campaign(t, fmt.Sprintf("CCG T=%d", T), Campaign{Plan: p, Runs: *expRuns, Seed: *expSeed})
-		k, _ := MaxGapQuantile(1024, c[T+2], DefaultDelta)
+		k, _ := MaxGapQuantile(1024, c[T+2], broadcast.DefaultDelta)
 		trows = append(trows, tRow{T, float64(T + 2 + (2 + 2*k)), sum.Quiescence.Mean, sum.Quiescence.Max, sum.Coloring.Max})
 		require.Zero(t, sum.UncoloredRuns)
 	}
@@ -495,7 +499,7 @@ func TestExperimentBMG(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nBMG flooding, L = 2, o = 1\n\n| P | δ | failed | runs | runs with an uncolored live process | coloring p50/max | quiescence p50/max | msgs/process |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range []struct{ n, runs int }{{1024, *expRuns / 5}, {65536, max(*expRuns/250, 10)}} {
-		p := mustPlan(t, "bmg", "none", c.n, LogP{L: 2, O: 1})
+		p := plantest.MustPlan(t, "bmg", "none", c.n, broadcast.LogP{L: 2, O: 1})
 		d := p.BMGDegree()
 		s := campaign(t, fmt.Sprintf("bmg P=%d", c.n), Campaign{Plan: p, Faults: d - 1, Runs: c.runs, Seed: *expSeed})
 		assert.Zero(t, s.UncoloredRuns)
@@ -503,10 +507,13 @@ func TestExperimentBMG(t *testing.T) {
 	}
 	// δ failures: all neighbours of process 500.
 	n := 1024
-	p := mustPlan(t, "bmg", "none", n, LogP{L: 2, O: 1})
+	p := plantest.MustPlan(t, "bmg", "none", n, broadcast.LogP{L: 2, O: 1})
 	dead := make([]bool, n)
-	for _, off := range p.bmg {
-		dead[(500+int(off))%n] = true
+	g, err := topology.BMG(n)
+	require.NoError(t, err)
+	require.Equal(t, p.BMGDegree(), g.Degree(500))
+	for k := range g.Degree(500) {
+		dead[g.Neighbor(500, k)] = true
 	}
 	r, err := SimulateMachines(context.Background(), p, Failures{Dead: dead}, 1, false)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package broadcast
+package bsim
 
 import (
 	"cmp"
@@ -8,32 +8,11 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/gossipreduce/gossipreduce/broadcast"
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/internal/eventq"
 )
-
-// Timing model of the simulators (both engines implement exactly this; the
-// fast one is checked against the machine-driven one in the tests):
-//
-//   - Time is an integer. A process has a send port and a receive port that
-//     work in parallel (send and receive overheads overlap, as in corrected
-//     trees 2.2 and the reference simulator's parallelism 2). The gap g is
-//     at most o and never binds.
-//   - A send started at s occupies the send port for [s, s+o), and the
-//     message arrives at s+o+L. What to send is decided at s, from the
-//     state at s.
-//   - Messages that arrive at a live process are received one at a time in
-//     arrival order, ties broken by the sender's number; a receive starting
-//     at r ends at r+o, and the message takes effect then.
-//   - At equal times, receives end before sends are decided.
-//   - Processes that failed before the start never send; messages to them
-//     are dropped on arrival. A process failing during the run at time f
-//     (fail-proof experiments) starts no send and ends no receive at or
-//     after f; messages arriving then are dropped.
-//   - Coloring latency is the time the last live process finished
-//     receiving its first copy of the value (the root is colored at 0);
-//     quiescence latency is the time the last send or receive ends or the
-//     last message is dropped at a failed process.
 
 // Result is the outcome of one simulated broadcast.
 type Result struct {
@@ -90,7 +69,7 @@ func DrawFailures(src rand.Source, n, count int) (Failures, error) {
 
 func drawDead(src rand.Source, n, count int, dead []bool) ([]bool, error) {
 	if count < 0 || count > n-1 {
-		return nil, fmt.Errorf("broadcast: %w: %d failures among %d processes (the root never fails)", gossip.ErrInvalidConfig, count, n)
+		return nil, fmt.Errorf("bsim: %w: %d failures among %d processes (the root never fails)", gossip.ErrInvalidConfig, count, n)
 	}
 	if cap(dead) >= n {
 		dead = dead[:n]
@@ -101,7 +80,7 @@ func drawDead(src rand.Source, n, count int, dead []bool) ([]bool, error) {
 	// Floyd's algorithm over 1 … n-1.
 	m := n - 1
 	for j := m - count; j < m; j++ {
-		r := int(uniform(src, uint64(j+1))) + 1 // in [1, j+1]
+		r := int(pick.Uniform(src, uint64(j+1))) + 1 // in [1, j+1]
 		if dead[r] {
 			r = j + 1
 		}
@@ -146,48 +125,51 @@ func (f Failures) liveAtEnd(v int32) bool {
 	return (f.Dead == nil || !f.Dead[v]) && (f.FailAt == nil || f.FailAt[v] == math.MaxInt64)
 }
 
-// SimulateMachines runs one broadcast of plan by driving one Machine per
-// process through a straightforward discrete-event loop under the timing
-// model above. Gossip targets come from rand.NewPCG(seed, id). It is the
-// reference the fast engine is checked against, and the engine for
-// fail-proof correction, BMG flooding, acknowledged trees and failures
-// during the run.
-func SimulateMachines(ctx context.Context, plan *Plan, fails Failures, seed uint64, detail bool) (Result, error) {
+// SimulateMachines runs one broadcast of plan by driving one
+// [broadcast.Machine] per process through a straightforward discrete-event
+// loop under the package's timing model. Gossip targets come from
+// rand.NewPCG(seed, id). It is the reference the fast engine is checked
+// against, and the engine for fail-proof correction, BMG flooding,
+// acknowledged trees and failures during the run.
+func SimulateMachines(ctx context.Context, plan *broadcast.Plan, fails Failures, seed uint64, detail bool) (Result, error) {
 	return simulate(ctx, plan, fails, seed, detail, nil)
 }
 
 // simulate runs the reference loop; with skew, process v's machine reads
-// the local clock broadcast time + skew[v] (ClockFromMessages).
-func simulate(ctx context.Context, plan *Plan, fails Failures, seed uint64, detail bool, skew []int64) (Result, error) {
-	n := int(plan.n)
+// the local clock broadcast time + skew[v] (broadcast.ClockFromMessages).
+func simulate(ctx context.Context, plan *broadcast.Plan, fails Failures, seed uint64, detail bool, skew []int64) (Result, error) {
+	n := plan.Nodes()
 	if (fails.Dead != nil && len(fails.Dead) != n) || (fails.FailAt != nil && len(fails.FailAt) != n) {
-		return Result{}, fmt.Errorf("broadcast: %w: failure vectors for %d processes", gossip.ErrLength, n)
+		return Result{}, fmt.Errorf("bsim: %w: failure vectors for %d processes", gossip.ErrLength, n)
 	}
 	if !fails.alive(0, 0) || (fails.FailAt != nil && fails.FailAt[0] != math.MaxInt64) {
-		return Result{}, fmt.Errorf("broadcast: %w: the root must stay alive", gossip.ErrInvalidConfig)
+		return Result{}, fmt.Errorf("bsim: %w: the root must stay alive", gossip.ErrInvalidConfig)
 	}
 	if skew == nil {
 		skew = make([]int64, n)
 	}
-	clock := ClockShared
+	clock := broadcast.ClockShared
 	if len(skew) != n {
-		return Result{}, fmt.Errorf("broadcast: %w: clock skews for %d processes", gossip.ErrLength, n)
+		return Result{}, fmt.Errorf("bsim: %w: clock skews for %d processes", gossip.ErrLength, n)
 	}
 	for _, s := range skew {
 		if s != 0 {
-			clock = ClockFromMessages
+			clock = broadcast.ClockFromMessages
 		}
 	}
-	machines := make([]*Machine, n)
+	machines := make([]*broadcast.Machine, n)
 	for v := range machines {
-		m, err := NewMachine(plan, MachineConfig{ID: gossip.NodeID(v), Epoch: 1, Rand: rand.NewPCG(seed, uint64(v)), Clock: clock})
+		m, err := broadcast.NewMachine(plan, broadcast.MachineConfig{ID: gossip.NodeID(v), Epoch: 1, Rand: rand.NewPCG(seed, uint64(v)), Clock: clock})
 		if err != nil {
 			return Result{}, err
 		}
 		machines[v] = m
 	}
+	model := plan.Spec().Model
 	d := refDriver{
 		plan:     plan,
+		o:        int64(model.O),
+		l:        int64(model.L),
 		fails:    fails,
 		ms:       machines,
 		recvFree: make([]int64, n),
@@ -215,9 +197,10 @@ type refEvent struct {
 }
 
 type refDriver struct {
-	plan     *Plan
+	plan     *broadcast.Plan
+	o, l     int64
 	fails    Failures
-	ms       []*Machine
+	ms       []*broadcast.Machine
 	q        eventQueue
 	recvFree []int64
 	slotAt   []int64 // the pending send slot, -1 if none
@@ -234,8 +217,8 @@ func (d *refDriver) schedule(v int32, t int64) {
 }
 
 func (d *refDriver) run(ctx context.Context) error {
-	o := d.plan.o
-	horizon := 64*int64(d.plan.n)*(o+d.plan.l+1) + 1<<20
+	o := d.o
+	horizon := 64*int64(len(d.ms))*(o+d.l+1) + 1<<20
 	var batch []refEvent
 	for d.q.len() > 0 {
 		if err := ctx.Err(); err != nil {
@@ -243,7 +226,7 @@ func (d *refDriver) run(ctx context.Context) error {
 		}
 		t := d.q.peekTime()
 		if t > horizon {
-			return fmt.Errorf("broadcast: simulation passed time %d without quiescing", horizon)
+			return fmt.Errorf("bsim: simulation passed time %d without quiescing", horizon)
 		}
 		batch = d.q.popAt(t, batch[:0])
 		sortEvents(batch)
@@ -280,7 +263,7 @@ func (d *refDriver) receive(t int64, ev refEvent) error {
 	}
 	d.quiet = max(d.quiet, t)
 	if err := d.ms[v].Step(t+d.skew[v], ev.msg); err != nil {
-		return fmt.Errorf("broadcast: reference simulation, process %d at %d: %w", v, t, err)
+		return fmt.Errorf("bsim: reference simulation, process %d at %d: %w", v, t, err)
 	}
 	// Poll now unless a send is in progress (its slot comes at its end)
 	// or a poll at t is already due; a pending wake-up is superseded.
@@ -303,33 +286,33 @@ func (d *refDriver) slot(t int64, v int32) error {
 	switch len(d.out) {
 	case 0:
 		w := m.Wake()
-		if w == Never {
+		if w == broadcast.Never {
 			return nil
 		}
 		w -= d.skew[v]
 		if w <= t {
-			return fmt.Errorf("broadcast: process %d polled at %d sent nothing but wants to wake at %d", v, t, w)
+			return fmt.Errorf("bsim: process %d polled at %d sent nothing but wants to wake at %d", v, t, w)
 		}
 		d.schedule(v, w)
 	case 1:
 		msg := d.out[0]
-		if typ, _, _, _ := DecodeTag(msg.Tag); typ == MsgSOS {
+		if typ, _, _, _ := broadcast.DecodeTag(msg.Tag); typ == broadcast.MsgSOS {
 			d.sos = true
 		}
-		o := d.plan.o
+		o := d.o
 		d.quiet = max(d.quiet, t+o)
 		d.busy[v] = t + o
-		d.q.push(t+o+d.plan.l, refEvent{class: 2, v: int32(msg.To), msg: msg})
+		d.q.push(t+o+d.l, refEvent{class: 2, v: int32(msg.To), msg: msg})
 		d.schedule(v, t+o)
 	default:
-		return fmt.Errorf("broadcast: process %d sent %d messages in one slot", v, len(d.out))
+		return fmt.Errorf("bsim: process %d sent %d messages in one slot", v, len(d.out))
 	}
 	return nil
 }
 
 func (d *refDriver) result(seed uint64, detail bool) Result {
 	p := d.plan
-	n := int(p.n)
+	n := p.Nodes()
 	r := Result{Seed: seed, Quiescence: d.quiet, CorrectionStart: -1, CorrectionLatency: -1, SOS: d.sos}
 	if s, ok := p.CorrectionStart(); ok {
 		r.CorrectionStart = s

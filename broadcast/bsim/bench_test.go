@@ -1,6 +1,6 @@
 //go:build unix
 
-package broadcast
+package bsim
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gossipreduce/gossipreduce/broadcast"
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/plantest"
 )
 
 // cpuTime is the process's user plus system time: on a shared machine it
@@ -30,7 +33,7 @@ func cpuTime() time.Duration {
 // well as wall time, and the heap the engine keeps between runs.
 func BenchmarkBroadcast64K(b *testing.B) {
 	const n = 65536
-	p := mustPlan(b, "tree:binomial", "checked", n, LogP{L: 2, O: 1})
+	p := plantest.MustPlan(b, "tree:binomial", "checked", n, broadcast.LogP{L: 2, O: 1})
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -72,7 +75,7 @@ func BenchmarkBroadcast64K(b *testing.B) {
 // than driving one Machine per process, on the same 64K broadcasts.
 func BenchmarkEngines(b *testing.B) {
 	const n = 65536
-	p := mustPlan(b, "tree:binomial", "checked", n, LogP{L: 2, O: 1})
+	p := plantest.MustPlan(b, "tree:binomial", "checked", n, broadcast.LogP{L: 2, O: 1})
 	sim, err := NewSimulator(p)
 	if err != nil {
 		b.Fatal(err)

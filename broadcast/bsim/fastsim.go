@@ -1,4 +1,4 @@
-package broadcast
+package bsim
 
 import (
 	"context"
@@ -8,19 +8,22 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/gossipreduce/gossipreduce/broadcast"
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
 	"github.com/gossipreduce/gossipreduce/gossip"
 )
 
 // FastSupported reports whether the fast engine can simulate plan: tree or
 // gossip dissemination with no, opportunistic, optimized or checked
 // correction, and failures only before the start.
-func FastSupported(plan *Plan) bool {
-	switch plan.spec.Scheme.Kind {
-	case SchemeTree, SchemeGossip:
+func FastSupported(plan *broadcast.Plan) bool {
+	spec := plan.Spec()
+	switch spec.Scheme.Kind {
+	case broadcast.SchemeTree, broadcast.SchemeGossip:
 	default:
 		return false
 	}
-	return plan.spec.Correction.Kind != CorrectionFailProof
+	return spec.Correction.Kind != broadcast.CorrectionFailProof
 }
 
 // Simulator is the fast engine: the same timing model and the same
@@ -29,9 +32,16 @@ func FastSupported(plan *Plan) bool {
 // broadcast takes milliseconds. It keeps its buffers between runs; use one
 // Simulator per goroutine.
 type Simulator struct {
-	plan *Plan
+	plan *broadcast.Plan
 	n    int32
 	o, l int64
+	// what the rules need of the plan
+	tree   *broadcast.Tree // nil for gossip
+	gossip bool
+	corr   broadcast.CorrectionKind
+	sync   bool  // synchronized correction
+	start  int64 // the plan's Deadline
+	gT     int64 // the gossip time T
 
 	ps   []proc
 	rng  []rand.PCG
@@ -51,8 +61,8 @@ type proc struct {
 	recvFree int32
 	slotAt   int32 // pending send slot, -1 if none
 	busy     int32 // send port busy until
-	fanNext  int32 // next child index into tree.child
-	cs       corrState
+	fanNext  int32 // index of the next child to send to; -1 if none
+	cs       broadcast.CorrectionState
 	flags    uint8
 }
 
@@ -66,26 +76,34 @@ const (
 
 // NewSimulator returns a fast engine for plan, or an error if the plan
 // needs the machine-driven engine (see FastSupported).
-func NewSimulator(plan *Plan) (*Simulator, error) {
+func NewSimulator(plan *broadcast.Plan) (*Simulator, error) {
+	spec := plan.Spec()
 	if !FastSupported(plan) {
-		return nil, fmt.Errorf("broadcast: %w: the fast engine does not run %s with %s", gossip.ErrInvalidConfig, plan.spec.Scheme, plan.spec.Correction)
+		return nil, fmt.Errorf("bsim: %w: the fast engine does not run %s with %s", gossip.ErrInvalidConfig, spec.Scheme, spec.Correction)
 	}
-	if int64(plan.n)*(plan.o+plan.l) > math.MaxInt32/4 {
-		return nil, fmt.Errorf("broadcast: %w: %d processes with L=%d o=%d overflow the fast engine's clock", gossip.ErrInvalidConfig, plan.n, plan.l, plan.o)
+	n, o, l := plan.Nodes(), int64(spec.Model.O), int64(spec.Model.L)
+	if int64(n)*(o+l) > math.MaxInt32/4 {
+		return nil, fmt.Errorf("bsim: %w: %d processes with L=%d o=%d overflow the fast engine's clock", gossip.ErrInvalidConfig, n, l, o)
 	}
-	n := int(plan.n)
+	gT, _ := plan.GossipTime()
 	s := &Simulator{
-		plan: plan,
-		n:    plan.n,
-		o:    plan.o,
-		l:    plan.l,
-		ps:   make([]proc, n),
-		dead: make([]bool, n),
+		plan:   plan,
+		n:      int32(n),
+		o:      o,
+		l:      l,
+		tree:   plan.Tree(),
+		gossip: spec.Scheme.Kind == broadcast.SchemeGossip,
+		corr:   spec.Correction.Kind,
+		sync:   spec.Correction.Synchronized,
+		start:  plan.Deadline(),
+		gT:     gT,
+		ps:     make([]proc, n),
+		dead:   make([]bool, n),
 	}
-	if plan.spec.Scheme.Kind == SchemeGossip {
+	if s.gossip {
 		s.rng = make([]rand.PCG, n)
 	}
-	s.tl.init(4 * (2*plan.o + plan.l + 1))
+	s.tl.init(4 * (2*o + l + 1))
 	return s, nil
 }
 
@@ -95,10 +113,10 @@ func NewSimulator(plan *Plan) (*Simulator, error) {
 func (s *Simulator) Run(ctx context.Context, dead []bool, seed uint64, detail bool) (Result, error) {
 	n := int(s.n)
 	if dead != nil && len(dead) != n {
-		return Result{}, fmt.Errorf("broadcast: %w: failure vector for %d processes", gossip.ErrLength, n)
+		return Result{}, fmt.Errorf("bsim: %w: failure vector for %d processes", gossip.ErrLength, n)
 	}
 	if dead != nil && dead[0] {
-		return Result{}, fmt.Errorf("broadcast: %w: the root must stay alive", gossip.ErrInvalidConfig)
+		return Result{}, fmt.Errorf("bsim: %w: the root must stay alive", gossip.ErrInvalidConfig)
 	}
 	s.reset(dead, seed)
 	s.ps[0].colorAt = 0
@@ -111,15 +129,8 @@ func (s *Simulator) Run(ctx context.Context, dead []bool, seed uint64, detail bo
 }
 
 func (s *Simulator) reset(dead []bool, seed uint64) {
-	var fan []int32
-	if t := s.plan.tree; t != nil {
-		fan = t.start[1:] // nothing pending
-	}
 	for i := range s.ps {
-		s.ps[i] = proc{colorAt: -1, slotAt: -1, cs: newCorrState()}
-		if fan != nil {
-			s.ps[i].fanNext = fan[i]
-		}
+		s.ps[i] = proc{colorAt: -1, slotAt: -1, fanNext: -1}
 	}
 	if dead == nil {
 		clear(s.dead)
@@ -144,25 +155,24 @@ func (s *Simulator) schedule(v int32, t int64, cont bool) {
 	s.tl.pending++
 }
 
-// beginDissemination mirrors Machine.beginDissemination.
+// beginDissemination mirrors broadcast.Machine's beginDissemination.
 func (s *Simulator) beginDissemination(v int32, t int64) {
-	p := s.plan
-	corr := p.spec.Correction.Kind != CorrectionNone
-	switch p.spec.Scheme.Kind {
-	case SchemeTree:
-		s.ps[v].fanNext = p.tree.start[v]
+	corr := s.corr != broadcast.CorrectionNone
+	switch {
+	case s.tree != nil:
+		s.ps[v].fanNext = 0
 		s.ps[v].flags |= fGNode
 		if corr {
 			s.ps[v].flags |= fCorr
 		}
-	case SchemeGossip:
-		if t <= p.start {
+	case s.gossip:
+		if t <= s.start {
 			s.ps[v].flags |= fGNode
 			if corr {
 				s.ps[v].flags |= fCorr
 			}
 		}
-		if t+s.o <= p.gT {
+		if t+s.o <= s.gT {
 			s.ps[v].flags |= fGossip
 			s.rng[v].Seed(s.seed, uint64(v))
 		}
@@ -175,12 +185,12 @@ const (
 	evMask      = 1<<28 - 1
 )
 
-func packEv(to, from int32, typ MsgType) uint64 {
+func packEv(to, from int32, typ broadcast.MsgType) uint64 {
 	return uint64(to) | uint64(from)<<evFromShift | uint64(typ)<<evTypeShift
 }
 
-func unpackEv(e uint64) (to, from int32, typ MsgType) {
-	return int32(e & evMask), int32(e >> evFromShift & evMask), MsgType(e >> evTypeShift)
+func unpackEv(e uint64) (to, from int32, typ broadcast.MsgType) {
+	return int32(e & evMask), int32(e >> evFromShift & evMask), broadcast.MsgType(e >> evTypeShift)
 }
 
 func (s *Simulator) loop(ctx context.Context) error {
@@ -191,7 +201,7 @@ func (s *Simulator) loop(ctx context.Context) error {
 				return err
 			}
 			if t > horizon {
-				return fmt.Errorf("broadcast: simulation passed time %d without quiescing", horizon)
+				return fmt.Errorf("bsim: simulation passed time %d without quiescing", horizon)
 			}
 		}
 		s.tl.now = t
@@ -267,10 +277,9 @@ func (s *Simulator) sortSlots(slots []int32) {
 	}
 }
 
-// receive mirrors Machine.Step and the reference driver's receive.
+// receive mirrors broadcast.Machine.Step and the reference driver's receive.
 func (s *Simulator) receive(t int64, e uint64) {
 	v, from, typ := unpackEv(e)
-	p := s.plan
 	ps := &s.ps[v]
 	s.quiet = max(s.quiet, t)
 	fresh := ps.colorAt < 0
@@ -278,38 +287,39 @@ func (s *Simulator) receive(t int64, e uint64) {
 		ps.colorAt = int32(t)
 	}
 	switch typ {
-	case MsgTree, MsgGossip:
+	case broadcast.MsgTree, broadcast.MsgGossip:
 		if fresh {
 			s.beginDissemination(v, t)
 		}
-	case MsgCorrLeft, MsgCorrRight:
-		fromRight := typ == MsgCorrLeft
+	case broadcast.MsgCorrLeft, broadcast.MsgCorrRight:
+		fromRight := typ == broadcast.MsgCorrLeft
 		d := int64(from) - int64(v)
 		if !fromRight {
 			d = -d
 		}
 		n := int64(s.n)
-		dist := int32((d%n + n) % n)
-		k := p.spec.Correction.Kind
-		if fresh && p.tree != nil && !p.sync && (k == CorrectionOpportunistic || k == CorrectionOptimized) {
-			ps.fanNext = p.tree.start[v]
+		dist := int((d%n + n) % n)
+		k := s.corr
+		if fresh && s.tree != nil && !s.sync && (k == broadcast.CorrectionOpportunistic || k == broadcast.CorrectionOptimized) {
+			ps.fanNext = 0
 			ps.flags |= fCorr
 		}
-		ps.cs.heard(p, fromRight, dist)
+		ps.cs.Heard(s.plan, fromRight, dist)
 	}
 	if sl := ps.slotAt; sl < 0 || (int64(sl) > t && int64(ps.busy) <= t) {
 		// The reference polls now. Skip it when that poll can do nothing:
 		// the process has nothing to send at all, or only at the wake-up
 		// already pending (a poll that sends nothing changes no state
 		// unless Wake would say "now").
-		if w := s.wake(ps, v); w == Never || w == int64(sl) {
+		if w := s.wake(ps, v); w == broadcast.Never || w == int64(sl) {
 			return
 		}
 		s.schedule(v, t, false)
 	}
 }
 
-// slot mirrors the reference driver's slot with Machine.Poll and Wake.
+// slot mirrors the reference driver's slot with broadcast.Machine.Poll
+// and Wake.
 func (s *Simulator) slot(t int64, v int32) {
 	ps := &s.ps[v]
 	if int64(ps.slotAt) != t {
@@ -318,7 +328,7 @@ func (s *Simulator) slot(t int64, v int32) {
 	ps.slotAt = -1
 	to, typ, ok := s.poll(t, v, ps)
 	if !ok {
-		if w := s.wake(ps, v); w != Never {
+		if w := s.wake(ps, v); w != broadcast.Never {
 			s.schedule(v, w, false)
 		}
 		return
@@ -354,59 +364,59 @@ func (s *Simulator) book(at int64, to int32, e uint64) {
 	s.tl.pending++
 }
 
-func (s *Simulator) poll(t int64, v int32, ps *proc) (int32, MsgType, bool) {
+func (s *Simulator) poll(t int64, v int32, ps *proc) (int32, broadcast.MsgType, bool) {
 	if ps.colorAt < 0 {
 		return 0, 0, false
 	}
-	p := s.plan
-	if tr := p.tree; tr != nil && ps.fanNext < tr.start[v+1] {
-		c := tr.child[ps.fanNext]
-		ps.fanNext++
-		return c, MsgTree, true
+	if s.tree != nil {
+		if c, ok := s.tree.Child(gossip.NodeID(v), int(ps.fanNext)); ok {
+			ps.fanNext++
+			return int32(c), broadcast.MsgTree, true
+		}
 	}
 	if ps.flags&fGossip != 0 {
-		if t+s.o <= p.gT {
-			to := int32(uniform(&s.rng[v], uint64(s.n-1)))
-			if to >= v {
-				to++
-			}
-			return to, MsgGossip, true
+		if t+s.o <= s.gT {
+			return pick.Other(&s.rng[v], s.n, v), broadcast.MsgGossip, true
 		}
 		ps.flags &^= fGossip
 	}
-	if p.sync && t < p.start {
+	if s.sync && t < s.start {
 		return 0, 0, false
 	}
 	if ps.flags&(fCorr|fCorrDone) != fCorr {
 		return 0, 0, false
 	}
-	left, off, ok := ps.cs.next(p)
+	left, off, ok := ps.cs.Next(s.plan)
 	if !ok {
 		ps.flags |= fCorrDone
 		return 0, 0, false
 	}
 	n := int64(s.n)
 	if left {
-		return int32(((int64(v)-int64(off))%n + n) % n), MsgCorrLeft, true
+		return int32(((int64(v)-int64(off))%n + n) % n), broadcast.MsgCorrLeft, true
 	}
-	return int32((int64(v) + int64(off)) % n), MsgCorrRight, true
+	return int32((int64(v) + int64(off)) % n), broadcast.MsgCorrRight, true
 }
 
 func (s *Simulator) wake(ps *proc, v int32) int64 {
 	if ps.colorAt < 0 {
-		return Never
+		return broadcast.Never
 	}
-	p := s.plan
-	if (p.tree != nil && ps.fanNext < p.tree.start[v+1]) || ps.flags&fGossip != 0 {
+	if ps.flags&fGossip != 0 {
 		return math.MinInt64
 	}
+	if s.tree != nil {
+		if _, ok := s.tree.Child(gossip.NodeID(v), int(ps.fanNext)); ok {
+			return math.MinInt64
+		}
+	}
 	if ps.flags&(fCorr|fCorrDone) == fCorr {
-		if p.sync {
-			return p.start
+		if s.sync {
+			return s.start
 		}
 		return math.MinInt64
 	}
-	return Never
+	return broadcast.Never
 }
 
 func (s *Simulator) result(detail bool) Result {

@@ -1,4 +1,4 @@
-package broadcast
+package bsim
 
 import (
 	"context"
@@ -8,6 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/broadcast"
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/pick"
+	"github.com/gossipreduce/gossipreduce/broadcast/internal/plantest"
 )
 
 // The fast engine must reproduce the machine-driven reference exactly:
@@ -24,12 +28,12 @@ func TestFastMatchesMachines(t *testing.T) {
 	}
 	corrections := []string{"none", "checked", "checked-overlapped", "opportunistic:2", "optimized:3",
 		"opportunistic-synchronized:4", "optimized-synchronized:2"}
-	models := []LogP{{L: 2, O: 1}, {L: 1, O: 2}}
+	models := []broadcast.LogP{{L: 2, O: 1}, {L: 1, O: 2}}
 	src := rand.NewPCG(77, 78)
 	compared := 0
 	for _, scheme := range []string{"tree:binomial", "tree:kary:3", "tree:lame:2", "tree:optimal", "gossip"} {
-		for _, order := range []Order{Interleaved, InOrder} {
-			if scheme == "gossip" && order == InOrder {
+		for _, order := range []broadcast.Order{broadcast.Interleaved, broadcast.InOrder} {
+			if scheme == "gossip" && order == broadcast.InOrder {
 				continue
 			}
 			for _, corr := range corrections {
@@ -38,18 +42,18 @@ func TestFastMatchesMachines(t *testing.T) {
 				}
 				for _, m := range models {
 					for _, n := range sizes {
-						s, err := ParseScheme(scheme)
+						s, err := broadcast.ParseScheme(scheme)
 						require.NoError(t, err)
 						s.Tree.Order = order
-						c, err := ParseCorrection(corr)
+						c, err := broadcast.ParseCorrection(corr)
 						require.NoError(t, err)
-						p, err := NewPlan(Spec{Nodes: n, Scheme: s, Correction: c, Model: m})
+						p, err := broadcast.NewPlan(broadcast.Spec{Nodes: n, Scheme: s, Correction: c, Model: m})
 						require.NoError(t, err)
 						sim, err := NewSimulator(p)
 						require.NoError(t, err)
 						for trial := 0; trial < trials; trial++ {
 							// From none to a third of the processes failed.
-							faults := int(uniform(src, uint64(n/3+1)))
+							faults := int(pick.Uniform(src, uint64(n/3+1)))
 							fails, err := DrawFailures(src, n, faults)
 							require.NoError(t, err)
 							seed := src.Uint64()
@@ -72,7 +76,7 @@ func TestFastMatchesMachines(t *testing.T) {
 // the same seed gives the same result.
 func TestSimulatorReuse(t *testing.T) {
 	ctx := context.Background()
-	p := mustPlan(t, "gossip", "checked", 500, LogP{L: 2, O: 1})
+	p := plantest.MustPlan(t, "gossip", "checked", 500, broadcast.LogP{L: 2, O: 1})
 	sim, err := NewSimulator(p)
 	require.NoError(t, err)
 	fails, err := DrawFailures(rand.NewPCG(1, 1), 500, 40)
@@ -93,12 +97,12 @@ func TestSimulatorReuse(t *testing.T) {
 
 func TestFastRejects(t *testing.T) {
 	for _, c := range [][2]string{{"bmg", "none"}, {"ack:binomial", "none"}, {"gossip", "failproof:1"}, {"tree:binomial", "failproof:1"}} {
-		p := mustPlan(t, c[0], c[1], 50, LogP{L: 2, O: 1})
+		p := plantest.MustPlan(t, c[0], c[1], 50, broadcast.LogP{L: 2, O: 1})
 		assert.False(t, FastSupported(p), fmt.Sprint(c))
 		_, err := NewSimulator(p)
 		assert.Error(t, err)
 	}
-	p := mustPlan(t, "tree:binomial", "checked", 50, LogP{L: 2, O: 1})
+	p := plantest.MustPlan(t, "tree:binomial", "checked", 50, broadcast.LogP{L: 2, O: 1})
 	sim, err := NewSimulator(p)
 	require.NoError(t, err)
 	_, err = sim.Run(context.Background(), make([]bool, 49), 1, false)
