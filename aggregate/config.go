@@ -66,24 +66,13 @@ type Config struct {
 	// Default 1ms.
 	Tick time.Duration
 	// Idle is how long a member may go without sending before it takes a
-	// gossip step on its own, which keeps the exchange going after lost
-	// messages. Shorter recovers faster from loss but adds messages that
-	// then circulate (measured on 64 members: 2 ticks doubled the messages
-	// of a fault-free run and let runs under continuous bit flips flood;
-	// 8 ticks halved them but tripled the time under 20 % loss). Default 4
-	// ticks. Idle must be long against the silences a member sees by chance
-	// when nothing is lost: many members sharing a few cores hear messages
-	// far less often than one member on its own machine, and 256 members on
-	// two cores with Idle 4 ms added messages faster than they could read
-	// them (5,000 to 9,000 per member instead of 250); with 15 ms they
-	// needed 260 to 330. So the default adapts: 4 ticks, or, when that
-	// is longer, 120 µs × the Nodes open in this process (of any group) /
-	// GOMAXPROCS, read as each operation starts: 15 ms for 256 members on
-	// two cores. On its own machine a member hears a message every few
-	// microseconds; members sharing two cores at 256 hear one every 0.6 ms,
-	// and 120 µs × N / cores makes the idle period about twelve such gaps,
-	// a silence that comes by chance about once in e^12 ≈ 160,000 gaps.
-	// A positive Idle is used as given.
+	// step on its own (a resend that adds no mass), which keeps an
+	// operation going after lost messages. The default is 4 ticks, or
+	// 120 µs × the Nodes open in this process (of any group) / GOMAXPROCS
+	// when that is longer (15 ms for 256 members on two cores): members
+	// sharing cores hear each other less often, and Idle must stay long
+	// against the silences they see by chance. A positive Idle is used as
+	// given. docs/live.md has the measurements behind these numbers.
 	Idle time.Duration
 	// Suspect is how long a neighbour may stay silent during an operation
 	// before this node declares it dead and excludes it (it is probed first).
