@@ -66,8 +66,7 @@ type Config struct {
 	// Default 1ms.
 	Tick time.Duration
 	// Idle is how long a member may go without sending before it takes a
-	// step on its own (a resend that adds no mass), which keeps an
-	// operation going after lost messages. The default is 4 ticks, or
+	// step on its own, which keeps an operation going after lost messages. The default is 4 ticks, or
 	// 120 µs × the Nodes open in this process (of any group) / GOMAXPROCS
 	// when that is longer (15 ms for 256 members on two cores): members
 	// sharing cores hear each other less often, and Idle must stay long
