@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register("bcast", "simulated reliable broadcasts: corrected trees, corrected gossip, BMG, ack trees", runBcast)
+	registerLegacy("bcast", "simulated reliable broadcasts: corrected trees, corrected gossip, BMG, ack trees", runBcast)
 }
 
 const bcastUsage = `usage:

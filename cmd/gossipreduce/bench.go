@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("bench", "live performance side by side: gossip vs recursive doubling vs a central gather over one NATS", runBench)
+	registerLegacy("bench", "live performance side by side: gossip vs recursive doubling vs a central gather over one NATS", runBench)
 }
 
 // benchAlgo is one algorithm's row of the bench verb (field names are a

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register("chaos", "randomized fault schedules checked against the safety invariant (simulated, or live over NATS or memory)", runChaos)
+	registerLegacy("chaos", "randomized fault schedules checked against the safety invariant (simulated, or live over NATS or memory)", runChaos)
 }
 
 // chaosOutput is what `gossipreduce chaos --json` prints.

@@ -67,6 +67,12 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// writeJSONLine prints v as JSON on one line: for output read line by
+// line (a stream of runs, a server's address).
+func writeJSONLine(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}
+
 // progress reports "done/total" of a long run on standard error: on a
 // terminal as one line rewritten every second, elsewhere (a log file, CI)
 // as a plain line every ten seconds, never with --quiet. A run that ends

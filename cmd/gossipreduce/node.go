@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	register("node", "one member of a live group, as its own process (see gossipreduce server)", runNode)
+	registerLegacy("node", "one member of a live group, as its own process (see gossipreduce server)", runNode)
 }
 
 // nodeOutput is the JSON of the node verb. Result, Live, Absent and Root

@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register("run", "a live all-reduce: N members in this process over NATS (embedded server unless --nats)", runLive)
+	registerLegacy("run", "a live all-reduce: N members in this process over NATS (embedded server unless --nats)", runLive)
 }
 
 // runOutput is the JSON of the run verb (field names are a contract).

@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register("sdc", "bit-flip and message-loss campaigns (thesis chapter 4) with CSV/JSON and plots", runSDC)
+	registerLegacy("sdc", "bit-flip and message-loss campaigns (thesis chapter 4) with CSV/JSON and plots", runSDC)
 }
 
 // sdcReport is what `gossipreduce sdc --json` prints: one object whose
@@ -148,7 +148,7 @@ func runSDC(ctx context.Context, args []string, out *stdio) error {
 		if err != nil {
 			return err
 		}
-		bs, err := parseBits(*bits)
+		bs, err := parseBitList(*bits)
 		if err != nil {
 			return err
 		}
@@ -214,16 +214,6 @@ func writeSDCCSV(w io.Writer, rep sdcReport) error {
 	return cw.Error()
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 func parseTargets(s string) ([]sdc.Target, error) {
 	var out []sdc.Target
 	for _, f := range splitList(s) {
@@ -240,7 +230,7 @@ func parseTargets(s string) ([]sdc.Target, error) {
 }
 
 // parseBits reads "0-63" or "3,20-22".
-func parseBits(s string) ([]int, error) {
+func parseBitList(s string) ([]int, error) {
 	var out []int
 	for _, f := range splitList(s) {
 		lo, hi, ok := bitRange(f)
@@ -255,16 +245,6 @@ func parseBits(s string) ([]int, error) {
 		return nil, usagef("--bits is empty")
 	}
 	return out, nil
-}
-
-func bitRange(f string) (lo, hi int, ok bool) {
-	a, b, isRange := strings.Cut(f, "-")
-	lo, err1 := strconv.Atoi(a)
-	hi, err2 := lo, error(nil)
-	if isRange {
-		hi, err2 = strconv.Atoi(b)
-	}
-	return lo, hi, err1 == nil && err2 == nil && lo >= 0 && hi <= 63 && lo <= hi
 }
 
 func parseFloats(s string) ([]float64, error) {

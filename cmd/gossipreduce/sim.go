@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register("sim", "simulate all-reduce runs (discrete-event, or synchronous rounds with --mode sync)", runSim)
+	registerLegacy("sim", "simulate all-reduce runs (discrete-event, or synchronous rounds with --mode sync)", runSim)
 }
 
 // simOutput is the JSON of the sim verb (field names are a contract, see
