@@ -27,24 +27,12 @@ const liveOpTimeout = 8 * time.Second
 type liveChaosConfig struct {
 	opts      transport.NATSOptions // credentials, TLS and the key of --key-file
 	prefix    string                // --prefix
-	natsURL   string                // external servers; empty: an embedded one (or memory)
+	urls      []string              // external servers; none: an embedded one (or memory)
 	memory    bool                  // the memory network instead of NATS
 	algo      string
 	scenarios []string
 	ops       int
 	seed      uint64
-}
-
-// liveChaosOptions checks the NATS flags for a live mode and returns the
-// transport options they describe, reading the group key file once.
-func liveChaosOptions(nf *natsFlags, natsURL string, memory bool) (transport.NATSOptions, error) {
-	switch {
-	case memory && nf.connecting():
-		return transport.NATSOptions{}, usagef("--token, --user, --password, --creds, --nkey and --tls-* are for an external NATS server, not --memory")
-	case natsURL == "" && nf.connecting():
-		return transport.NATSOptions{}, usagef("--token, --user, --password, --creds, --nkey and --tls-* are for an external server: give --nats")
-	}
-	return nf.options(transport.Options{})
 }
 
 // liveChaos runs groups of real members (package aggregate) over NATS or
@@ -131,11 +119,7 @@ func liveCase(ctx context.Context, cfg liveChaosConfig, cs uint64, res *chaosOut
 	if cfg.memory {
 		cn = newMemChaosNet()
 	} else {
-		var urls []string
-		if cfg.natsURL != "" {
-			urls = strings.Split(cfg.natsURL, ",")
-		}
-		nn, err := newNATSChaosNet(ctx, opts, urls)
+		nn, err := newNATSChaosNet(ctx, opts, cfg.urls)
 		if err != nil {
 			return err
 		}

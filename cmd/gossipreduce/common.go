@@ -23,6 +23,8 @@ type seedFlag struct {
 
 func (s *seedFlag) String() string { return strconv.FormatUint(s.v, 10) }
 
+func (s *seedFlag) kind() string { return "uint" }
+
 func (s *seedFlag) Set(v string) error {
 	n, err := strconv.ParseUint(v, 0, 64)
 	if err != nil {

@@ -71,11 +71,11 @@ var (
 	helpAlgo     = "algorithm: " + strings.Join(algo.Names(), ", ") + " (bench and sdc: a comma list to compare)"
 	helpTopology = "overlay: " + strings.Join(topology.Names(), ", ") + ", torus:AxBxC (live verbs default to complete, every member a neighbour, as the library; " +
 		"simulated ones to the thesis's hypercube)"
-	helpNodes = "number of members N (live verbs default to 16, which share this machine's cores; simulated ones to the thesis's 32; " +
+	helpNodes = "number of members N (node: required; live verbs default to 16, which share this machine's cores; simulated ones to the thesis's 32; " +
 		"bcast to the broadcast papers' 1024; spectral: a torus:AxBxC has A·B·C)"
 	helpEps  = "target accuracy ε in (0, 1) (live verbs default to the library's 1e-9; simulated ones to the thesis's 1e-14)"
 	helpSeed = "random seed; run i uses seed+i (default: drawn at random and printed, so that --seed replays it)"
-	helpRuns = "runs, one after another or --workers at a time; run i uses seed+i (bench: per algorithm; sdc: per point)"
+	helpRuns = "number of runs; run i uses seed+i (bench: per algorithm; sdc: per point)"
 
 	helpLoss       = "probability in [0, 1) that a message is lost (sdc: a comma list of the rates to sweep, e.g. 0,0.01,0.1)"
 	helpCrash      = "members that crash mid-operation: a count, or a share of the members when below 1, drawn from the seed"
@@ -115,6 +115,14 @@ type listFlag[T any] struct {
 }
 
 func (l *listFlag[T]) String() string { return l.text }
+
+// kind names the value in the help: one, or a list.
+func (l *listFlag[T]) kind() string {
+	if l.list {
+		return "list"
+	}
+	return "string"
+}
 
 func (l *listFlag[T]) Set(s string) error {
 	var vals []T
@@ -279,6 +287,8 @@ func (g *groupFlags) overlay(n int) (topology.Graph, error) {
 type crashFlag struct{ v float64 }
 
 func (c *crashFlag) String() string { return strconv.FormatFloat(c.v, 'g', -1, 64) }
+
+func (c *crashFlag) kind() string { return "number" }
 
 func (c *crashFlag) Set(s string) error {
 	v, err := strconv.ParseFloat(s, 64)

@@ -229,6 +229,9 @@ func printFlags(fs *flag.FlagSet, name string, w io.Writer) {
 			return // deprecated names work, but are not taught
 		}
 		kind, usage := flag.UnquoteUsage(f)
+		if k, ok := f.Value.(interface{ kind() string }); ok {
+			kind = k.kind()
+		}
 		line := "  --" + f.Name
 		if kind != "" {
 			line += " " + kind

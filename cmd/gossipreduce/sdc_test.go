@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,17 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func runVerb(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var o, e bytes.Buffer
-	code := run(context.Background(), args, &stdio{Stdout: &o, Stderr: &e})
-	return code, o.String(), e.String()
-}
-
 func TestSDCBitSweepJSONAndPlots(t *testing.T) {
 	dir := t.TempDir()
 	png, svg := filepath.Join(dir, "e.png"), filepath.Join(dir, "o.svg")
-	code, out, errOut := runVerb(t, "sdc", "--algo", "pf,pfcc", "--nodes", "16", "--bits", "30,62", "--runs", "3",
+	code, out, errOut := runCLI(t, "sdc", "--algo", "pf,pfcc", "--nodes", "16", "--bits", "30,62", "--runs", "3",
 		"--seed", "5", "--after", "40", "--eps", "1e-12", "--json", "--plot", png, "--plot-overhead", svg)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "seed 5")
@@ -60,14 +51,14 @@ func TestSDCBitSweepJSONAndPlots(t *testing.T) {
 }
 
 func TestSDCCSVRateAndLoss(t *testing.T) {
-	code, out, errOut := runVerb(t, "sdc", "--algo", "pfcc", "--nodes", "8", "--runs", "2", "--seed", "1",
+	code, out, errOut := runCLI(t, "sdc", "--algo", "pfcc", "--nodes", "8", "--runs", "2", "--seed", "1",
 		"--flip-rate", "1e-3", "--target", "flow", "--eps", "1e-10")
 	require.Equal(t, 0, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	assert.Equal(t, "algo,seed,flips,converged,max_rel_error,max_msgs,mean_msgs", lines[0])
 	assert.Len(t, lines, 3)
 
-	code, out, errOut = runVerb(t, "sdc", "--algo", "pf", "--nodes", "8", "--runs", "2", "--seed", "1",
+	code, out, errOut = runCLI(t, "sdc", "--algo", "pf", "--nodes", "8", "--runs", "2", "--seed", "1",
 		"--loss", "0.2", "--eps", "1e-10")
 	require.Equal(t, 0, code, errOut)
 	lines = strings.Split(strings.TrimSpace(out), "\n")
@@ -84,7 +75,7 @@ func TestSDCBadFlags(t *testing.T) {
 		{"sdc", "--loss", "1.5"},
 		{"sdc", "--flip-rate", "1e-4", "--target", "value,weight"},
 	} {
-		code, _, _ := runVerb(t, args...)
+		code, _, _ := runCLI(t, args...)
 		assert.Equal(t, 2, code, "%v", args)
 	}
 }
