@@ -69,6 +69,19 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// report is a verb's result, printed as text or as JSON.
+type report interface {
+	text(w io.Writer) error
+}
+
+// print prints r: as one JSON object with --json, else as text.
+func (out *stdio) print(r report) error {
+	if out.json {
+		return writeJSON(out.Stdout, r)
+	}
+	return r.text(out.Stdout)
+}
+
 // writeJSONLine prints v as JSON on one line: for output read line by
 // line (a stream of runs, a server's address).
 func writeJSONLine(w io.Writer, v any) error {

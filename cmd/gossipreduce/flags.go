@@ -352,11 +352,15 @@ func (f *faultFlags) registerFlips(fs *flag.FlagSet, verb string, d groupDefault
 	fs.Float64Var(&f.flipRate, "flip-rate", 0, helpFlipRate)
 }
 
-// checkCrash checks that the crashes (and the root's, reserved) leave at
-// least one of n members.
-func (f *faultFlags) checkCrash(n int) error {
+// check checks that the crashes (and the root's) leave at least one of n
+// members, and the flip rate.
+func (f *faultFlags) check(n int) error {
 	if f.crash.count(n)+boolInt(f.crashRoot) >= n {
-		return usagef("--crash %v and --crash-root leave none of %d members", f.crash.v, n)
+		with := ""
+		if f.crashRoot {
+			with = " with --crash-root"
+		}
+		return usagef("--crash %v%s leaves none of %d members", f.crash.v, with, n)
 	}
 	return checkProb("flip-rate", f.flipRate, 1)
 }

@@ -115,7 +115,7 @@ func (c *runCmd) flags(fs *flag.FlagSet) {
 
 func (c *runCmd) check() error {
 	err := firstError(c.nats.check(), c.group.check(), checkCount("runs", c.runs, 1), checkCount("components", c.comps, 1),
-		c.faults.checkCrash(c.group.nodes), c.timing.check())
+		c.faults.check(c.group.nodes), c.timing.check())
 	if err != nil {
 		return err
 	}
