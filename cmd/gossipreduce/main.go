@@ -43,9 +43,6 @@ type verb struct {
 	name, summary string
 	family        family
 	new           func() command
-	// legacy is a verb that parses its arguments itself (newFlags),
-	// until it is a command.
-	legacy func(ctx context.Context, args []string, out *stdio) error
 }
 
 // stdio is where a verb writes; tests substitute buffers.
@@ -65,14 +62,6 @@ func register(name, summary string, fam family, new func() command) {
 	verbs[name] = verb{name: name, summary: summary, family: fam, new: new}
 }
 
-// registerLegacy adds a verb that parses its own arguments.
-func registerLegacy(name, summary string, run func(context.Context, []string, *stdio) error) {
-	if _, dup := verbs[name]; dup {
-		panic("gossipreduce: verb registered twice: " + name)
-	}
-	verbs[name] = verb{name: name, summary: summary, legacy: run}
-}
-
 // lookup finds the verb args start with, a sub-verb ("bcast tree") before
 // its verb, and returns it with the arguments after its name.
 func lookup(args []string) (verb, []string, bool) {
@@ -87,9 +76,6 @@ func lookup(args []string) (verb, []string, bool) {
 
 // call parses args into the verb's flags, checks them and runs it.
 func (v verb) call(ctx context.Context, args []string, out *stdio) error {
-	if v.legacy != nil {
-		return v.legacy(ctx, args, out)
-	}
 	o := *out
 	cmd := v.new()
 	fs := newFlags(v.name, &o)
@@ -201,6 +187,9 @@ func printHelp(w io.Writer) {
 	sort.Strings(names)
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-9s %s\n", n, verbs[n].summary)
+		for _, sub := range subVerbs(n) {
+			fmt.Fprintf(w, "  %-9s %s: %s\n", "", sub, verbs[sub].summary)
+		}
 	}
 }
 
@@ -246,6 +235,14 @@ func printFlags(fs *flag.FlagSet, name string, w io.Writer) {
 
 // printSubVerbs lists the sub-verbs of the verb name, if it has any.
 func printSubVerbs(w io.Writer, name string) {
+	for _, n := range subVerbs(name) {
+		fmt.Fprintf(w, "       gossipreduce %s [flags]: %s\n", n, verbs[n].summary)
+	}
+}
+
+// subVerbs returns the names of the sub-verbs of name ("bcast tree"),
+// sorted.
+func subVerbs(name string) []string {
 	var subs []string
 	for n := range verbs {
 		if strings.HasPrefix(n, name+" ") {
@@ -253,9 +250,7 @@ func printSubVerbs(w io.Writer, name string) {
 		}
 	}
 	sort.Strings(subs)
-	for _, n := range subs {
-		fmt.Fprintf(w, "       gossipreduce %s [flags]: %s\n", n, verbs[n].summary)
-	}
+	return subs
 }
 
 // parseFlags parses args, turning flag errors into usage errors and
