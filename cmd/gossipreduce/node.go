@@ -142,21 +142,8 @@ func (c *nodeCmd) exec(ctx context.Context, out *stdio) error {
 // three peers still queued, and the members that could have answered
 // for them had exited too.
 func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, cfg aggregate.Config, vec []float64, sum bool, timeout time.Duration) (leave func(context.Context, time.Duration), err error) {
-	var closers []func() error
-	stay := false
-	leave = func(ctx context.Context, linger time.Duration) {
-		if stay && linger > 0 {
-			t := time.NewTimer(linger)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-			}
-		}
-		for _, c := range slices.Backward(closers) {
-			c()
-		}
-	}
+	var m membership
+	leave = m.leave
 	// The transport's own logs (a lost connection, a reconnection) go to
 	// stderr; its warning about a missing key is the one this command
 	// gives in its own words.
@@ -176,12 +163,12 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, cfg aggreg
 	if err != nil {
 		return leave, err
 	}
-	closers = append(closers, tr.Close)
+	m.closers = append(m.closers, tr.Close)
 	nd, err := aggregate.Join(ctx, tr, cfg)
 	if err != nil {
 		return leave, err
 	}
-	closers = append(closers, nd.Close)
+	m.closers = append(m.closers, nd.Close)
 	do := nd.Average
 	if sum {
 		do = nd.Sum
@@ -202,8 +189,31 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, cfg aggreg
 	}
 	root := int(res.Root)
 	o.Result, o.Live, o.Absent, o.Root = res.Value, &res.Live, nonNilIDs(res.Absent), &root
-	stay = true
+	m.stay = true
 	return leave, nil
+}
+
+// membership is what a node holds open in its group: its connection and
+// its member, closed in reverse order when it leaves.
+type membership struct {
+	closers []func() error
+	stay    bool // it has a result: linger before leaving
+}
+
+// leave waits up to linger (or until ctx ends) if the node has a result,
+// then closes what it holds.
+func (m *membership) leave(ctx context.Context, linger time.Duration) {
+	if m.stay && linger > 0 {
+		t := time.NewTimer(linger)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	for _, c := range slices.Backward(m.closers) {
+		c()
+	}
 }
 
 // nonNilIDs returns ids, or an empty list for nil (JSON [] rather than
