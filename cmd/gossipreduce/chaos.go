@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,6 +35,7 @@ type chaosOutput struct {
 	Restart *restartCounts `json:"restart,omitempty"`
 	Cases   []simnet.Case  `json:"violating_cases"`
 	Seconds float64        `json:"seconds"`
+	Error   string         `json:"error,omitempty"` // the campaign found violations
 }
 
 // replayCounts sums the live "replay" scenario: traffic recorded in one
@@ -160,17 +162,16 @@ func (c *chaosCmd) exec(ctx context.Context, out *stdio) error {
 	if res.Cases == nil {
 		res.Cases = []simnet.Case{}
 	}
-	if out.json {
-		if err := writeJSON(out.Stdout, res); err != nil {
-			return err
-		}
-	} else {
-		printChaos(out.Stdout, &res)
-	}
+	var err error
 	if res.Violations > 0 {
-		return fmt.Errorf("chaos: %d violations of the safety invariant (seeds above)", res.Violations)
+		err = fmt.Errorf("chaos: %d violations of the safety invariant (seeds above)", res.Violations)
+		res.Error = err.Error()
 	}
-	return nil
+	if !out.json {
+		printChaos(out.Stdout, &res)
+		return err
+	}
+	return errors.Join(err, writeJSON(out.Stdout, res))
 }
 
 // campaign runs the cases of the mode into res.

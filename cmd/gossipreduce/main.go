@@ -77,6 +77,8 @@ func lookup(args []string) (verb, []string, bool) {
 // call parses args into the verb's flags, checks them and runs it.
 func (v verb) call(ctx context.Context, args []string, out *stdio) error {
 	o := *out
+	written := &countingWriter{w: out.Stdout}
+	o.Stdout = written
 	cmd := v.new()
 	fs := newFlags(v.name, &o)
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of text: one object, with an error field when the verb fails (sim and bcast --per-run: one a line)")
@@ -87,7 +89,30 @@ func (v verb) call(ctx context.Context, args []string, out *stdio) error {
 	if err := cmd.check(); err != nil {
 		return err
 	}
-	return cmd.exec(ctx, &o)
+	err := cmd.exec(ctx, &o)
+	if err != nil && o.json && written.n == 0 && !errors.Is(err, errUsage) {
+		// A failure is a JSON object too, for scripts that read one: the
+		// error, and no figure of the work that failed.
+		err = errors.Join(err, writeJSON(out.Stdout, failure{Error: err.Error()}))
+	}
+	return err
+}
+
+// failure is the JSON of a verb that failed before it had a report.
+type failure struct {
+	Error string `json:"error"`
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
 }
 
 // errUsage marks an error in how the command was called (exit status 2).
