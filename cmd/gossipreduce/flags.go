@@ -146,10 +146,17 @@ type listFlag[T any] struct {
 
 func (l *listFlag[T]) String() string { return l.text }
 
-// kind names the value in the help: one, or a list.
+// kind names the value in the help: a list, or one value of its type.
 func (l *listFlag[T]) kind() string {
 	if l.list {
 		return "list"
+	}
+	var zero T
+	switch any(zero).(type) {
+	case float64:
+		return "float"
+	case int:
+		return "int"
 	}
 	return "string"
 }
