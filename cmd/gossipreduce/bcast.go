@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/broadcast"
@@ -20,56 +18,37 @@ import (
 )
 
 func init() {
-	register("bcast", "simulated reliable broadcasts: corrected trees, corrected gossip, BMG, ack trees", runBcast)
+	register("bcast", "simulated reliable broadcasts: corrected trees, corrected gossip, BMG, ack trees; percentiles over runs", bcastFamily,
+		func() command { return &bcastCmd{} })
+	register("bcast tree", "print a dissemination tree", bcastFamily, func() command { return &bcastTreeCmd{} })
+	register("bcast gossip-time", "corrected gossip's T from equations 2-5", bcastFamily, func() command { return &bcastGossipTimeCmd{} })
 }
 
-const bcastUsage = `usage:
-  gossipreduce bcast [flags]                 simulate broadcasts, report percentiles over runs
-  gossipreduce bcast tree [flags]            print a dissemination tree
-  gossipreduce bcast gossip-time [flags]     corrected gossip's T from equations 2-5
-`
-
-func runBcast(ctx context.Context, args []string, out *stdio) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "tree":
-			return runBcastTree(args[1:], out)
-		case "gossip-time":
-			return runBcastGossipTime(args[1:], out)
-		}
-	}
-	return runBcastSim(ctx, args, out)
-}
-
-// bcastFlags are the flags shared by the bcast subcommands.
+// bcastFlags are the flags of a broadcast that bcast and bcast tree share.
 type bcastFlags struct {
+	fs                        *flag.FlagSet
 	scheme, order, correction string
 	nodes, l, o               int
-	correctionSet             bool // --correction given explicitly
 }
 
 func (b *bcastFlags) register(fs *flag.FlagSet) {
+	b.fs = fs
 	fs.StringVar(&b.scheme, "scheme", "tree:binomial", "tree:binomial|tree:kary:K|tree:lame:K|tree:optimal|gossip|bmg|ack:<tree>")
 	fs.StringVar(&b.order, "order", "interleaved", "tree numbering: interleaved|inorder")
 	fs.StringVar(&b.correction, "correction", "checked", "none|opportunistic:D|optimized:D|opportunistic-synchronized:D|optimized-synchronized:D|checked|checked-overlapped|failproof:F")
-	fs.IntVar(&b.nodes, "nodes", 1024, "number of processes P")
-	fs.IntVar(&b.l, "L", 2, "LogP latency L (integer time units)")
-	fs.IntVar(&b.o, "o", 1, "LogP overhead o (integer time units; g ≤ o)")
+	registerLogP(fs, &b.nodes, &b.l, &b.o)
 }
 
-// parse parses args and builds the spec from the shared flags.
-func (b *bcastFlags) parse(fs *flag.FlagSet, args []string) (broadcast.Spec, error) {
-	if err := parseFlags(fs, args); err != nil {
-		return broadcast.Spec{}, err
-	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "correction" {
-			b.correctionSet = true
-		}
-	})
-	return b.spec()
+// registerLogP registers --nodes and the LogP model, --L and --o, with the
+// broadcast papers' defaults: 1024 processes, L 2, o 1, the same in every
+// sub-verb.
+func registerLogP(fs *flag.FlagSet, nodes, l, o *int) {
+	registerNodes(fs, nodes, familyDefaults[bcastFamily].nodes)
+	fs.IntVar(l, "L", 2, helpL)
+	fs.IntVar(o, "o", 1, helpO)
 }
 
+// spec builds the broadcast the flags describe.
 func (b *bcastFlags) spec() (broadcast.Spec, error) {
 	s, err := broadcast.ParseScheme(b.scheme)
 	if err != nil {
@@ -84,89 +63,123 @@ func (b *bcastFlags) spec() (broadcast.Spec, error) {
 	if err != nil {
 		return broadcast.Spec{}, usagef("%v", err)
 	}
-	if (s.Kind == broadcast.SchemeBMG || s.Kind == broadcast.SchemeAck) && !b.correctionSet {
+	if (s.Kind == broadcast.SchemeBMG || s.Kind == broadcast.SchemeAck) && !given(b.fs)["correction"] {
 		c = broadcast.Correction{} // the default correction does not apply
 	}
 	return broadcast.Spec{Nodes: b.nodes, Scheme: s, Correction: c, Model: broadcast.LogP{L: b.l, O: b.o}}, nil
 }
 
-func runBcastTree(args []string, out *stdio) error {
-	fs := newFlags("bcast tree", out)
-	var b bcastFlags
-	b.register(fs)
-	asJSON := fs.Bool("json", false, `print {"children": {"0": [...], ...}}`)
-	spec, err := b.parse(fs, args)
+// bcastTreeCmd is bcast tree: the dissemination tree of a tree scheme.
+type bcastTreeCmd struct {
+	b    bcastFlags
+	spec broadcast.Spec
+	tree *broadcast.Tree
+}
+
+func (c *bcastTreeCmd) flags(fs *flag.FlagSet) { c.b.register(fs) }
+
+func (c *bcastTreeCmd) check() error {
+	spec, err := c.b.spec()
 	if err != nil {
 		return err
 	}
 	if spec.Scheme.Kind != broadcast.SchemeTree && spec.Scheme.Kind != broadcast.SchemeAck {
 		return usagef("bcast tree needs a tree scheme, not %s", spec.Scheme)
 	}
-	t, err := broadcast.NewTree(spec.Scheme.Tree, spec.Nodes, spec.Model)
-	if err != nil {
+	if c.tree, err = broadcast.NewTree(spec.Scheme.Tree, spec.Nodes, spec.Model); err != nil {
 		return usagef("%v", err)
 	}
+	c.spec = spec
+	return nil
+}
+
+func (c *bcastTreeCmd) exec(_ context.Context, out *stdio) error {
+	t := c.tree
+	children := make(treeChildren, t.Len())
+	for v := range children {
+		children[v] = t.Children(nil, gossip.NodeID(v))
+	}
+	if out.json {
+		// One line: a tree of many processes is a data dump.
+		return writeJSONLine(out.Stdout, map[string]treeChildren{"children": children})
+	}
 	var buf bytes.Buffer
-	var kids []gossip.NodeID
-	if *asJSON {
-		buf.WriteString(`{"children": {`)
-	}
-	for v := 0; v < t.Len(); v++ {
-		kids = t.Children(kids[:0], gossip.NodeID(v))
-		if *asJSON {
-			if v > 0 {
-				buf.WriteString(", ")
-			}
-			fmt.Fprintf(&buf, `"%d": [`, v)
-		} else {
-			fmt.Fprintf(&buf, "%d:", v)
+	for v, kids := range children {
+		fmt.Fprintf(&buf, "%d:", v)
+		for _, k := range kids {
+			fmt.Fprintf(&buf, " %d", k)
 		}
-		for i, c := range kids {
-			switch {
-			case *asJSON && i > 0:
-				buf.WriteString(", ")
-			case !*asJSON:
-				buf.WriteByte(' ')
-			}
-			buf.WriteString(strconv.Itoa(int(c)))
-		}
-		if *asJSON {
-			buf.WriteByte(']')
-		} else {
-			buf.WriteByte('\n')
-		}
+		buf.WriteByte('\n')
 	}
-	if *asJSON {
-		buf.WriteString("}}\n")
-	} else {
-		fmt.Fprintf(&buf, "# %s %s, %d processes, height %d, fault-free latency %d (L=%d o=%d)\n",
-			spec.Scheme, spec.Scheme.Tree.Order, t.Len(), t.Height(), t.Deadline(spec.Model), spec.Model.L, spec.Model.O)
-	}
-	_, err = out.Stdout.Write(buf.Bytes())
+	fmt.Fprintf(&buf, "# %s %s, %d processes, height %d, fault-free latency %d (L=%d o=%d)\n",
+		c.spec.Scheme, c.spec.Scheme.Tree.Order, t.Len(), t.Height(), t.Deadline(c.spec.Model), c.spec.Model.L, c.spec.Model.O)
+	_, err := out.Stdout.Write(buf.Bytes())
 	return err
 }
 
-func runBcastGossipTime(args []string, out *stdio) error {
-	fs := newFlags("bcast gossip-time", out)
-	nodes := fs.Int("nodes", 1024, "number of processes N")
-	live := fs.Int("live", 0, "live processes n assumed (0: all N)")
-	l := fs.Int("L", 1, "LogP latency L")
-	o := fs.Int("o", 1, "LogP overhead o")
-	delta := fs.Float64("delta", broadcast.DefaultDelta, "accepted probability of a longer gap")
-	f := fs.Int("f", 1, "failures tolerated by fail-proof correction")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+// treeChildren are the children of every process, in send order; its
+// JSON is an object keyed by process, in numeric order.
+type treeChildren [][]gossip.NodeID
+
+func (tc treeChildren) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for v, kids := range tc {
+		if v > 0 {
+			buf.WriteString(", ")
+		}
+		fmt.Fprintf(&buf, `"%d": [`, v)
+		for i, k := range kids {
+			if i > 0 {
+				buf.WriteString(", ")
+			}
+			buf.WriteString(strconv.Itoa(int(k)))
+		}
+		buf.WriteByte(']')
 	}
-	m := bsim.GossipModel{Nodes: *nodes, Live: *live, Model: broadcast.LogP{L: *l, O: *o}, Delta: *delta, F: *f}
-	type row struct {
-		Algorithm string  `json:"algorithm"`
-		T         int     `json:"T"`
-		ArgMin    int     `json:"argmin"`
-		K         int     `json:"k_hat"`
-		Latency   float64 `json:"latency_estimate"`
-	}
-	var rows []row
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// bcastGossipTimeCmd is bcast gossip-time: corrected gossip's T for each
+// corrected gossip algorithm.
+type bcastGossipTimeCmd struct {
+	nodes, live, l, o, f int
+	delta                float64
+}
+
+func (c *bcastGossipTimeCmd) flags(fs *flag.FlagSet) {
+	registerLogP(fs, &c.nodes, &c.l, &c.o)
+	fs.IntVar(&c.live, "live", 0, "live processes n assumed (0: all N)")
+	registerDelta(fs, &c.delta)
+	fs.IntVar(&c.f, "f", 1, "failures tolerated by fail-proof correction")
+}
+
+func (c *bcastGossipTimeCmd) check() error { return nil }
+
+// gossipTimeRow is the choice of T of one algorithm.
+type gossipTimeRow struct {
+	Algorithm string  `json:"algorithm"`
+	T         int     `json:"T"`
+	ArgMin    int     `json:"argmin"`
+	K         int     `json:"k_hat"`
+	Latency   float64 `json:"latency_estimate"`
+}
+
+// gossipTimeReport is what bcast gossip-time prints.
+type gossipTimeReport struct {
+	Nodes   int             `json:"nodes"`
+	Live    int             `json:"live"`
+	L       int             `json:"L"`
+	O       int             `json:"o"`
+	Delta   float64         `json:"delta"`
+	F       int             `json:"f"`
+	Choices []gossipTimeRow `json:"choices"`
+}
+
+func (c *bcastGossipTimeCmd) exec(_ context.Context, out *stdio) error {
+	m := bsim.GossipModel{Nodes: c.nodes, Live: c.live, Model: broadcast.LogP{L: c.l, O: c.o}, Delta: c.delta, F: c.f}
+	r := gossipTimeReport{Nodes: c.nodes, Live: c.live, L: c.l, O: c.o, Delta: c.delta, F: c.f}
 	for _, a := range []struct {
 		name string
 		alg  bsim.GossipAlgorithm
@@ -175,19 +188,24 @@ func runBcastGossipTime(args []string, out *stdio) error {
 		if err != nil {
 			return usagef("%v", err)
 		}
-		rows = append(rows, row{a.name, ch.T, ch.ArgMin, ch.K, ch.Latency})
+		r.Choices = append(r.Choices, gossipTimeRow{a.name, ch.T, ch.ArgMin, ch.K, ch.Latency})
 	}
-	if *asJSON {
-		return bcastWriteJSON(out.Stdout, map[string]any{"nodes": *nodes, "live": *live, "L": *l, "o": *o, "delta": *delta, "f": *f, "choices": rows})
-	}
-	fmt.Fprintf(out.Stdout, "N=%d L=%d o=%d delta=%g (T = smallest argmin + o)\n", *nodes, *l, *o, *delta)
-	for _, r := range rows {
-		fmt.Fprintf(out.Stdout, "%s: T=%d (argmin %d, K̂=%d, estimated latency %.0f)\n", r.Algorithm, r.T, r.ArgMin, r.K, r.Latency)
+	return out.print(r)
+}
+
+func (r gossipTimeReport) text(w io.Writer) error {
+	fmt.Fprintf(w, "N=%d L=%d o=%d delta=%g (T = smallest argmin + o)\n", r.Nodes, r.L, r.O, r.Delta)
+	for _, c := range r.Choices {
+		fmt.Fprintf(w, "%s: T=%d (argmin %d, K̂=%d, estimated latency %.0f)\n", c.Algorithm, c.T, c.ArgMin, c.K, c.Latency)
 	}
 	return nil
 }
 
-// parseRate reads a fault rate as a fraction ("0.01") or a percentage
+func registerDelta(fs *flag.FlagSet, delta *float64) {
+	fs.Float64Var(delta, "delta", broadcast.DefaultDelta, "accepted probability of a longer gap, in corrected gossip's approximations of T")
+}
+
+// bcastParseRate reads a fault rate as a fraction ("0.01") or a percentage
 // ("1%").
 func bcastParseRate(s string) (float64, error) {
 	pct := strings.HasSuffix(s, "%")
@@ -204,110 +222,83 @@ func bcastParseRate(s string) (float64, error) {
 	return v, nil
 }
 
-func runBcastSim(ctx context.Context, args []string, out *stdio) error {
-	fs := newFlags("bcast", out)
-	fs.Usage = func() {
-		fmt.Fprint(out.Stderr, bcastUsage, "\nflags:\n")
-		fs.PrintDefaults()
-	}
-	var b bcastFlags
-	b.register(fs)
-	rate := fs.String("fault-rate", "", `fraction of processes failed before the start, "0.01" or "1%" (not with --faults)`)
-	faults := fs.Int("faults", -1, "number of processes failed before the start (not with --fault-rate)")
-	online := fs.Int("online-faults", 0, "processes failing during the run (machine engine; for fail-proof correction)")
-	runs := fs.Int("runs", 1, "number of simulated broadcasts")
-	seed := fs.String("seed", "", "seed of run 0; run i uses seed+i (default: from the clock, printed)")
-	gossipT := fs.Int("T", 0, "gossip time T (0: chosen by corrected gossip's approximations)")
-	delta := fs.Float64("delta", broadcast.DefaultDelta, "delta of the gossip-time approximations")
-	workers := fs.Int("workers", 0, "parallel workers (0: GOMAXPROCS)")
-	engine := fs.String("engine", "auto", "auto|fast|machines")
-	asJSON := fs.Bool("json", false, "print one JSON summary object")
-	perRun := fs.Bool("per-run", false, "with --json: print one JSON object per run instead of the summary")
-	spec, err := b.parse(fs, args)
+// bcastCmd is bcast: a campaign of simulated broadcasts.
+type bcastCmd struct {
+	b                    bcastFlags
+	seed                 seedFlag
+	rate, engine         string
+	faults, online, runs int
+	gossipT, workers     int
+	delta                float64
+	perRun               bool
+	plan                 *broadcast.Plan // built by check
+	failed               int             // processes failed before the start
+	eng                  bsim.Engine     // --engine, parsed
+}
+
+func (c *bcastCmd) flags(fs *flag.FlagSet) {
+	c.b.register(fs)
+	registerSeed(fs, &c.seed)
+	registerRuns(fs, &c.runs, 1)
+	registerWorkers(fs, &c.workers)
+	registerPerRun(fs, &c.perRun)
+	registerDelta(fs, &c.delta)
+	fs.StringVar(&c.rate, "fault-rate", "", `fraction of processes failed before the start, "0.01" or "1%" (not with --faults)`)
+	fs.IntVar(&c.faults, "faults", -1, "number of processes failed before the start (not with --fault-rate)")
+	fs.IntVar(&c.online, "online-faults", 0, "processes failing during the run (machine engine; for fail-proof correction)")
+	fs.IntVar(&c.gossipT, "T", 0, "gossip time T (0: chosen by corrected gossip's approximations)")
+	fs.StringVar(&c.engine, "engine", "auto", "auto|fast|machines")
+}
+
+func (c *bcastCmd) check() error {
+	spec, err := c.b.spec()
 	if err != nil {
 		return err
 	}
-	spec.GossipT, spec.Delta = *gossipT, *delta
-	nf := 0
+	spec.GossipT, spec.Delta = c.gossipT, c.delta
 	switch {
-	case *rate != "" && *faults >= 0:
+	case c.rate != "" && c.faults >= 0:
 		return usagef("--fault-rate and --faults exclude each other")
-	case *rate != "":
-		r, err := bcastParseRate(*rate)
+	case c.rate != "":
+		r, err := bcastParseRate(c.rate)
 		if err != nil {
-			return usagef("--fault-rate %q: %v", *rate, err)
+			return usagef("--fault-rate %q: %v", c.rate, err)
 		}
-		nf = int(math.Round(r * float64(spec.Nodes)))
-	case *faults >= 0:
-		nf = *faults
+		c.failed = int(math.Round(r * float64(spec.Nodes)))
+	case c.faults >= 0:
+		c.failed = c.faults
 	}
-	spec.Live = max(spec.Nodes-nf-*online, 0)
-	eng, err := bsim.ParseEngine(*engine)
-	if err != nil {
+	spec.Live = max(spec.Nodes-c.failed-c.online, 0)
+	if c.eng, err = bsim.ParseEngine(c.engine); err != nil {
 		return usagef("%v", err)
 	}
-	var s0 uint64
-	if *seed == "" {
-		s0 = uint64(time.Now().UnixNano())
-	} else if s0, err = strconv.ParseUint(*seed, 10, 64); err != nil {
-		return usagef("--seed %q: %v", *seed, err)
-	}
-	plan, err := broadcast.NewPlan(spec)
-	if err != nil {
+	if c.plan, err = broadcast.NewPlan(spec); err != nil {
 		return usagef("%v", err)
 	}
-	progress, stop := bcastProgress(out.Stderr, *runs)
-	defer stop()
-	c := bsim.Campaign{Plan: plan, Faults: nf, OnlineFaults: *online, Runs: *runs, Seed: s0, Workers: *workers, Engine: eng, Keep: *perRun, Progress: progress}
+	return nil
+}
+
+func (c *bcastCmd) exec(ctx context.Context, out *stdio) error {
+	prog := newProgress(out, "bcast runs")
+	camp := bsim.Campaign{Plan: c.plan, Faults: c.failed, OnlineFaults: c.online, Runs: c.runs, Seed: c.seed.value(), Workers: c.workers,
+		Engine: c.eng, Keep: c.perRun, Progress: func(done int) { prog.update(done, c.runs) }}
 	start := time.Now()
-	sum, err := c.Run(ctx)
-	stop()
+	sum, err := camp.Run(ctx)
 	if err != nil {
 		if errors.Is(err, gossip.ErrInvalidConfig) {
 			return usagef("%v", err)
 		}
 		return err
 	}
-	elapsed := time.Since(start)
-	report := newBcastReport(plan, c, sum, elapsed)
-	switch {
-	case *asJSON && *perRun:
+	if out.json && c.perRun {
 		for i, r := range sum.Results {
-			if err := bcastWriteJSON(out.Stdout, bcastPerRun(plan, i, r)); err != nil {
+			if err := writeJSONLine(out.Stdout, bcastPerRun(c.plan, i, r)); err != nil {
 				return err
 			}
 		}
 		return nil
-	case *asJSON:
-		return bcastWriteJSON(out.Stdout, report)
 	}
-	return report.text(out.Stdout)
-}
-
-// progressPrinter reports campaign progress on w every two seconds for
-// campaigns of many runs; stop ends it.
-func bcastProgress(w io.Writer, total int) (func(int), func()) {
-	if total < 200 {
-		return nil, func() {}
-	}
-	var mu sync.Mutex
-	last := time.Now()
-	begin := last
-	stopped := false
-	progress := func(done int) {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped || (time.Since(last) < 2*time.Second && done != total) {
-			return
-		}
-		last = time.Now()
-		fmt.Fprintf(w, "bcast: %d/%d runs (%.0f s)\n", done, total, time.Since(begin).Seconds())
-	}
-	return progress, func() {
-		mu.Lock()
-		stopped = true
-		mu.Unlock()
-	}
+	return out.print(newBcastReport(c.plan, camp, sum, time.Since(start)))
 }
 
 type bcastReport struct {
@@ -445,15 +436,5 @@ func (r bcastReport) text(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "%.3g s, %.4g broadcasts/s\n", r.Elapsed, r.PerSecond)
 	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func bcastWriteJSON(w io.Writer, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("bcast: %w", err)
-	}
-	data = append(data, '\n')
-	_, err = w.Write(data)
 	return err
 }

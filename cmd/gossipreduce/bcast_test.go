@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -11,16 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var o, e bytes.Buffer
-	code = run(context.Background(), args, &stdio{Stdout: &o, Stderr: &e})
-	return code, o.String(), e.String()
-}
-
 // The Lamé tree of figure 5 as JSON, children in send order.
 func TestBcastTreeJSON(t *testing.T) {
-	code, out, errs := runCmd(t, "bcast", "tree", "--scheme", "tree:lame:3", "--nodes", "9", "--json")
+	code, out, errs := runCLI(t, "bcast", "tree", "--scheme", "tree:lame:3", "--nodes", "9", "--json")
 	require.Equal(t, 0, code, errs)
 	var got struct {
 		Children map[string][]int `json:"children"`
@@ -33,14 +24,14 @@ func TestBcastTreeJSON(t *testing.T) {
 	assert.Len(t, got.Children, 9)
 	// Keys come in numeric order.
 	assert.Less(t, strings.Index(out, `"2":`), strings.Index(out, `"10":`)+len(out))
-	code, out, _ = runCmd(t, "bcast", "tree", "--scheme", "tree:binomial", "--nodes", "8", "--order", "inorder")
+	code, out, _ = runCLI(t, "bcast", "tree", "--scheme", "tree:binomial", "--nodes", "8", "--order", "inorder")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "0: 1 5 7\n1: 2 4\n")
 	assert.Contains(t, out, "fault-free latency 12")
 }
 
 func TestBcastSimJSON(t *testing.T) {
-	code, out, errs := runCmd(t, "bcast", "--scheme", "tree:binomial", "--correction", "checked", "--nodes", "1024",
+	code, out, errs := runCLI(t, "bcast", "--scheme", "tree:binomial", "--correction", "checked", "--nodes", "1024",
 		"--fault-rate", "1%", "--runs", "20", "--seed", "5", "--json")
 	require.Equal(t, 0, code, errs)
 	var r map[string]any
@@ -57,7 +48,7 @@ func TestBcastSimJSON(t *testing.T) {
 	assert.Equal(t, 0.0, r["uncolored_runs"])
 	assert.Equal(t, "fast", r["engine"])
 	// The same seed replays the same numbers.
-	code, again, _ := runCmd(t, "bcast", "--scheme", "tree:binomial", "--correction", "checked", "--nodes", "1024",
+	code, again, _ := runCLI(t, "bcast", "--scheme", "tree:binomial", "--correction", "checked", "--nodes", "1024",
 		"--fault-rate", "0.01", "--runs", "20", "--seed", "5", "--json")
 	require.Equal(t, 0, code)
 	var r2 map[string]any
@@ -66,9 +57,9 @@ func TestBcastSimJSON(t *testing.T) {
 		assert.Equal(t, r[f], r2[f], f)
 	}
 	// Run 3 alone, replayed with seed 5+3, matches its line in --per-run.
-	code, lines, _ := runCmd(t, "bcast", "--nodes", "1024", "--faults", "10", "--runs", "5", "--seed", "5", "--json", "--per-run")
+	code, lines, _ := runCLI(t, "bcast", "--nodes", "1024", "--faults", "10", "--runs", "5", "--seed", "5", "--json", "--per-run")
 	require.Equal(t, 0, code)
-	code, single, _ := runCmd(t, "bcast", "--nodes", "1024", "--faults", "10", "--runs", "1", "--seed", "8", "--json", "--per-run")
+	code, single, _ := runCLI(t, "bcast", "--nodes", "1024", "--faults", "10", "--runs", "1", "--seed", "8", "--json", "--per-run")
 	require.Equal(t, 0, code)
 	all := strings.Split(strings.TrimSpace(lines), "\n")
 	require.Len(t, all, 5)
@@ -81,19 +72,19 @@ func TestBcastSimJSON(t *testing.T) {
 }
 
 func TestBcastSimText(t *testing.T) {
-	code, out, errs := runCmd(t, "bcast", "--scheme", "gossip", "--correction", "opportunistic:4", "--nodes", "512", "--runs", "3", "--seed", "1")
+	code, out, errs := runCLI(t, "bcast", "--scheme", "gossip", "--correction", "opportunistic:4", "--nodes", "512", "--runs", "3", "--seed", "1")
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, out, "gossip time T=")
 	assert.Contains(t, out, "coloring latency")
-	code, out, errs = runCmd(t, "bcast", "--scheme", "bmg", "--nodes", "64", "--faults", "5", "--runs", "3", "--seed", "1")
+	code, out, errs = runCLI(t, "bcast", "--scheme", "bmg", "--nodes", "64", "--faults", "5", "--runs", "3", "--seed", "1")
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, out, "BMG degree 11") // ±1, ±2, ±4, ±8, ±16, 32
 	assert.Contains(t, out, "engine machines")
-	code, out, errs = runCmd(t, "bcast", "--scheme", "tree:binomial", "--correction", "failproof:1", "--nodes", "64",
+	code, out, errs = runCLI(t, "bcast", "--scheme", "tree:binomial", "--correction", "failproof:1", "--nodes", "64",
 		"--faults", "3", "--online-faults", "1", "--runs", "4", "--seed", "1")
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, out, "+ 1 during the run")
-	code, out, errs = runCmd(t, "bcast", "gossip-time", "--nodes", "1024", "--L", "1", "--o", "1")
+	code, out, errs = runCLI(t, "bcast", "gossip-time", "--nodes", "1024", "--L", "1", "--o", "1")
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, out, "ocg: T=24")
 	assert.Contains(t, out, "ccg: T=25")
@@ -115,7 +106,7 @@ func TestBcastUsageErrors(t *testing.T) {
 		{"bcast", "extra-argument"},
 		{"bcast", "gossip-time", "--nodes", "1"},
 	} {
-		code, _, errs := runCmd(t, args...)
+		code, _, errs := runCLI(t, args...)
 		assert.Equal(t, 2, code, "%v: %s", args, errs)
 		assert.Contains(t, errs, "gossipreduce bcast", args)
 	}

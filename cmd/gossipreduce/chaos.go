@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -10,10 +12,12 @@ import (
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/member/simnet"
+	"github.com/gossipreduce/gossipreduce/transport"
 )
 
 func init() {
-	register("chaos", "randomized fault schedules checked against the safety invariant (simulated, or live over NATS or memory)", runChaos)
+	register("chaos", "randomized fault schedules checked against the safety invariant (simulated, or live over NATS or memory)",
+		liveFamily, func() command { return &chaosCmd{} })
 }
 
 // chaosOutput is what `gossipreduce chaos --json` prints.
@@ -31,6 +35,7 @@ type chaosOutput struct {
 	Restart *restartCounts `json:"restart,omitempty"`
 	Cases   []simnet.Case  `json:"violating_cases"`
 	Seconds float64        `json:"seconds"`
+	Error   string         `json:"error,omitempty"` // the campaign found violations
 }
 
 // replayCounts sums the live "replay" scenario: traffic recorded in one
@@ -88,87 +93,106 @@ func chaosMode(realNATS bool, natsURL string, memory bool) (mode string, allowed
 	return "simulated", simnet.Scenarios
 }
 
-func runChaos(ctx context.Context, args []string, out *stdio) error {
-	fs := newFlags("chaos", out)
-	ops := fs.Int("ops", 300, "operations to check, at least")
-	var seed seedFlag
-	fs.Var(&seed, "seed", "campaign seed (random if not given; case i runs with seed+i)")
-	scen := fs.String("scenario", "", "comma-separated faults to draw from (default all the mode allows): simulated "+strings.Join(simnet.Scenarios, ",")+
-		"; live "+strings.Join(liveScenarios, ",")+" (replay: traffic recorded in an earlier operation of the group, under its key, published into a new one; restart: the embedded NATS server restarts mid-operation, --real-nats without --nats only)")
-	algoName := fs.String("algo", "pfcc", "algorithm (a flow algorithm: pf, pflc or pfcc)")
-	realNATS := fs.Bool("real-nats", false, "run live groups over an embedded NATS server instead of the simulator (faults: "+strings.Join(liveScenarios, ",")+")")
-	natsURL := fs.String("nats", "", "NATS server URL(s) for the live mode (default with --real-nats: an embedded server)")
+// chaosCmd is the chaos verb: a campaign of cases, each an operation
+// under faults drawn from its seed, simulated or live.
+type chaosCmd struct {
+	algo             listFlag[string]
+	nats             natsFlags
+	seed             seedFlag
+	ops              int
+	scenario         string
+	realNATS, memory bool
+	mode             string   // simulated, nats or memory
+	scenarios        []string // the faults to draw from
+}
+
+func (c *chaosCmd) flags(fs *flag.FlagSet) {
+	registerAlgo(fs, &c.algo, "chaos", familyDefaults[liveFamily].algo)
+	c.nats.register(fs, "")
+	registerSeed(fs, &c.seed)
+	fs.IntVar(&c.ops, "ops", 300, "operations to check, at least")
+	fs.StringVar(&c.scenario, "scenario", "", "comma-separated faults to draw from (default all the mode allows): simulated "+strings.Join(simnet.Scenarios, ",")+
+		"; live "+strings.Join(liveScenarios, ",")+" (replay: traffic recorded in an earlier operation of the group, under its key, published into a new one; "+
+		"restart: the embedded NATS server restarts mid-operation, --real-nats without --nats only)")
+	fs.BoolVar(&c.realNATS, "real-nats", false, "run live groups over an embedded NATS server instead of the simulator (faults: "+strings.Join(liveScenarios, ",")+")")
 	_, memScenarios := chaosMode(false, "", true)
-	memory := fs.Bool("memory", false, "run live groups (real members, real transport session layer) over the in-memory transport instead of NATS (faults: "+
+	fs.BoolVar(&c.memory, "memory", false, "run live groups (real members, real transport session layer) over the in-memory transport instead of NATS (faults: "+
 		strings.Join(memScenarios, ",")+")")
-	nf := addNATSFlags(fs)
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args); err != nil {
+}
+
+func (c *chaosCmd) check() error {
+	if err := checkCount("ops", c.ops, 1); err != nil {
 		return err
 	}
-	if *ops < 1 {
-		return usagef("--ops %d: want at least 1", *ops)
-	}
-	if *memory && (*realNATS || *natsURL != "") {
+	if c.memory && (c.realNATS || c.nats.url != "") {
 		return usagef("--memory runs without NATS: not with --real-nats or --nats")
 	}
-	mode, allowed := chaosMode(*realNATS, *natsURL, *memory)
-	scenarios := allowed
-	if *scen != "" {
-		scenarios = strings.Split(*scen, ",")
-		for _, s := range scenarios {
+	if c.memory && c.nats.connecting() {
+		return usagef("--token, --user, --password, --creds, --nkey and --tls-* are for an external NATS server, not --memory")
+	}
+	if err := c.nats.check(); err != nil {
+		return err
+	}
+	var allowed []string
+	c.mode, allowed = chaosMode(c.realNATS, c.nats.url, c.memory)
+	c.scenarios = allowed
+	if c.scenario != "" {
+		c.scenarios = strings.Split(c.scenario, ",")
+		for _, s := range c.scenarios {
 			if !slices.Contains(allowed, s) {
-				return usagef("--scenario %q: want some of %s (mode %s)", s, strings.Join(allowed, ","), mode)
+				return usagef("--scenario %q: want some of %s (mode %s)", s, strings.Join(allowed, ","), c.mode)
 			}
 		}
 	}
-	live := liveChaosConfig{natsURL: *natsURL, memory: *memory, prefix: nf.prefix, algo: *algoName, scenarios: scenarios, ops: *ops}
-	if mode != "simulated" {
-		var err error
-		if live.opts, err = liveChaosOptions(nf, *natsURL, *memory); err != nil {
-			return err
-		}
-	}
-	s := seed.value()
-	live.seed = s
-	res := chaosOutput{Mode: mode, Seed: s, Scenarios: scenarios}
-	if mode != "simulated" {
-		if slices.Contains(scenarios, "replay") {
-			res.Replay = &replayCounts{}
-		}
-		if slices.Contains(scenarios, "restart") {
-			res.Restart = &restartCounts{}
-		}
-	}
+	return nil
+}
+
+func (c *chaosCmd) exec(ctx context.Context, out *stdio) error {
+	s := c.seed.value()
+	res := chaosOutput{Mode: c.mode, Seed: s, Scenarios: c.scenarios}
 	// Progress, the violating cases as they are found and the live
 	// modes' background goroutines share stderr.
 	stderr := &syncWriter{w: out.Stderr}
 	fmt.Fprintf(stderr, "chaos: seed %d (replay with --seed %d)\n", s, s)
 	start := time.Now()
-	var err error
-	if mode == "simulated" {
-		err = simChaos(ctx, simnet.ChaosConfig{Ops: *ops, Seed: s, Scenarios: scenarios, Algorithm: *algoName}, &res, stderr, newProgress(out, "chaos cases"))
-	} else {
-		err = liveChaos(ctx, live, &res, stderr, newProgress(out, "chaos operations"))
-	}
-	if err != nil {
+	if err := c.campaign(ctx, s, &res, stderr, out); err != nil {
 		return err
 	}
 	res.Seconds = time.Since(start).Seconds()
 	if res.Cases == nil {
 		res.Cases = []simnet.Case{}
 	}
-	if *asJSON {
-		if err := writeJSON(out.Stdout, res); err != nil {
-			return err
-		}
-	} else {
-		printChaos(out.Stdout, &res)
-	}
+	var err error
 	if res.Violations > 0 {
-		return fmt.Errorf("chaos: %d violations of the safety invariant (seeds above)", res.Violations)
+		err = fmt.Errorf("chaos: %d violations of the safety invariant (seeds above)", res.Violations)
+		res.Error = err.Error()
 	}
-	return nil
+	if !out.json {
+		printChaos(out.Stdout, &res)
+		return err
+	}
+	return errors.Join(err, writeJSON(out.Stdout, res))
+}
+
+// campaign runs the cases of the mode into res.
+func (c *chaosCmd) campaign(ctx context.Context, s uint64, res *chaosOutput, stderr io.Writer, out *stdio) error {
+	if c.mode == "simulated" {
+		cfg := simnet.ChaosConfig{Ops: c.ops, Seed: s, Scenarios: c.scenarios, Algorithm: c.algo.one()}
+		return simChaos(ctx, cfg, res, stderr, newProgress(out, "chaos cases"))
+	}
+	opts, err := c.nats.options(transport.Options{}) // reads the group key file once
+	if err != nil {
+		return err
+	}
+	if slices.Contains(c.scenarios, "replay") {
+		res.Replay = &replayCounts{}
+	}
+	if slices.Contains(c.scenarios, "restart") {
+		res.Restart = &restartCounts{}
+	}
+	live := liveChaosConfig{opts: opts, urls: c.nats.urls(), memory: c.memory, prefix: c.nats.prefix, algo: c.algo.one(),
+		scenarios: c.scenarios, ops: c.ops, seed: s}
+	return liveChaos(ctx, live, res, stderr, newProgress(out, "chaos operations"))
 }
 
 // printChaos prints the final report as text.

@@ -27,24 +27,12 @@ const liveOpTimeout = 8 * time.Second
 type liveChaosConfig struct {
 	opts      transport.NATSOptions // credentials, TLS and the key of --key-file
 	prefix    string                // --prefix
-	natsURL   string                // external servers; empty: an embedded one (or memory)
+	urls      []string              // external servers; none: an embedded one (or memory)
 	memory    bool                  // the memory network instead of NATS
 	algo      string
 	scenarios []string
 	ops       int
 	seed      uint64
-}
-
-// liveChaosOptions checks the NATS flags for a live mode and returns the
-// transport options they describe, reading the group key file once.
-func liveChaosOptions(nf *natsFlags, natsURL string, memory bool) (transport.NATSOptions, error) {
-	switch {
-	case memory && nf.connecting():
-		return transport.NATSOptions{}, usagef("--token, --user, --password, --creds, --nkey and --tls-* are for an external NATS server, not --memory")
-	case natsURL == "" && nf.connecting():
-		return transport.NATSOptions{}, usagef("--token, --user, --password, --creds, --nkey and --tls-* are for an external server: give --nats")
-	}
-	return nf.options(transport.Options{})
 }
 
 // liveChaos runs groups of real members (package aggregate) over NATS or
@@ -69,175 +57,212 @@ func liveChaos(ctx context.Context, cfg liveChaosConfig, res *chaosOutput, stder
 // the faults drawn from cs, preceded, for "replay", by an operation of the
 // same group whose traffic is recorded and replayed into it.
 func liveCase(ctx context.Context, cfg liveChaosConfig, cs uint64, res *chaosOutput, stderr io.Writer) error {
-	opts := cfg.opts
-	// Every choice comes from the case seed. The draws of the faults
-	// that came first keep their order, so that an old seed still makes
-	// the same schedule of them.
-	rng := rand.New(rand.NewPCG(cs, 0x11fe))
-	has := func(s string) bool { return slices.Contains(cfg.scenarios, s) && rng.IntN(2) == 0 }
-	n := 3 + rng.IntN(10)
-	var sched []string
-	note := func(format string, a ...any) { sched = append(sched, fmt.Sprintf(format, a...)) }
-	loss := 0.0
-	if has("loss") {
-		loss = []float64{0.01, 0.05, 0.2}[rng.IntN(3)]
-		note("loss %g", loss)
-	}
-	f := livegroup.Faults{FlipBit: -1, CrashAfter: 5 + rng.IntN(60)}
-	if has("crash") && n > 4 {
-		f.Crash = append(f.Crash, gossip.NodeID(1+rng.IntN(n-1)))
-	}
-	if has("root-crash") {
-		f.Crash = append(f.Crash, 0)
-	}
-	if len(f.Crash) > 0 {
-		note("members %v leave after %d messages", f.Crash, f.CrashAfter)
-	}
-	inputs := drawChaosInputs(rng, n)
-	tmpl := aggregate.Config{Group: fmt.Sprintf("chaos%d", cs), Prefix: cfg.prefix, Algorithm: cfg.algo, Seed: cs, Suspect: 300 * time.Millisecond}
-	forge := has("forge")
-	var forgeSalt uint64
-	if forge {
-		forgeSalt = rng.Uint64()
-		note("forged results at 2 kHz")
-	}
-	key := opts.Key // --key-file's, if any
-	var rp *replayPlan
-	if has("replay") {
-		if key == nil {
-			// A replayer without the key would be a forger: this group
-			// has one, and so had the run it was recorded in.
-			key = make([]byte, 32)
-			for i := range key {
-				key[i] = byte(rng.Uint32())
-			}
-		}
-		rp = &replayPlan{inputs: drawChaosInputs(rng, n)}
-		for range 2 + rng.IntN(3) {
-			rp.at = append(rp.at, rng.IntN(40))
-		}
-		slices.Sort(rp.at)
-		note("traffic of an earlier operation of the group (same key, other members and inputs) replayed when a member has sent %v messages", rp.at)
-	}
-	restartAt, down := -1, time.Duration(0)
-	if has("restart") {
-		restartAt = 1 + rng.IntN(30)
-		down = time.Duration(100+rng.IntN(701)) * time.Millisecond
-		note("NATS server restarts when a member has sent %d messages, down %v", restartAt, down)
-	}
-	schedule := fmt.Sprintf("nodes %d: %s", n, strings.Join(sched, "; "))
-
-	var cn chaosNet
-	if cfg.memory {
-		cn = newMemChaosNet()
-	} else {
-		var urls []string
-		if cfg.natsURL != "" {
-			urls = strings.Split(cfg.natsURL, ",")
-		}
-		nn, err := newNATSChaosNet(ctx, opts, urls)
-		if err != nil {
-			return err
-		}
-		cn = nn
-	}
-	defer cn.close()
-
-	check := func(o *livegroup.Outcome, inputs [][]float64, schedule string) {
-		outs := map[gossip.NodeID]member.Outcome{}
-		failed := 0
-		for j := range n {
-			outs[gossip.NodeID(j)] = member.Outcome{Result: o.Results[j], Err: o.Errs[j]}
-			if o.Errs[j] != nil {
-				failed++
-			}
-		}
-		res.Failed += failed
-		res.Operations++
-		if vs := member.Check(n, 1, inputs, outs, 1e-9); len(vs) > 0 {
-			c := simnet.Case{Seed: cs, Schedule: schedule, Operations: 1, Failed: failed, Violations: vs}
-			res.Violations += len(vs)
-			res.Cases = append(res.Cases, c)
-			reportCase(stderr, c)
-		}
-	}
-
-	if rp != nil {
-		if err := rp.record(ctx, cn, tmpl, key, cs); err != nil {
-			return err
-		}
-		check(rp.first, rp.inputs, fmt.Sprintf("nodes %d: the recorded operation of a replay case (no faults)", n))
-	}
-
-	tr, err := cn.open(ctx, transport.Options{Loss: loss, Seed: cs, Key: key})
+	c := drawCase(cfg, cs)
+	cn, err := openChaosNet(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	trig := &sentTrigger{}
-	if rp != nil {
-		for _, at := range rp.at {
-			trig.add(at, func() { rp.replay(cn) })
+	defer cn.close()
+	if c.rp != nil {
+		if err := c.rp.record(ctx, cn, c.tmpl, c.key, cs); err != nil {
+			return err
+		}
+		c.check(res, stderr, c.rp.first, c.rp.inputs, fmt.Sprintf("nodes %d: the recorded operation of a replay case (no faults)", c.n))
+	}
+	tr, err := cn.open(ctx, transport.Options{Loss: c.loss, Seed: cs, Key: c.key})
+	if err != nil {
+		return err
+	}
+	o, err := c.run(ctx, cn, tr, res)
+	if err != nil {
+		return err
+	}
+	c.count(tr, res)
+	c.check(res, stderr, o, c.inputs, c.schedule)
+	return nil
+}
+
+// chaosCase is one live case: its group and the faults drawn for it.
+type chaosCase struct {
+	seed      uint64
+	n         int
+	loss      float64
+	faults    livegroup.Faults
+	inputs    [][]float64
+	tmpl      aggregate.Config
+	algo      string
+	forge     bool
+	forgeSalt uint64
+	key       []byte      // the group key: --key-file's, or one for a replay
+	rp        *replayPlan // the replay, or nil
+	restartAt int         // messages sent when the server restarts; -1: never
+	down      time.Duration
+	schedule  string // the faults, as reported
+}
+
+// drawCase draws the case of seed cs. Every choice comes from the case
+// seed. The draws of the faults that came first keep their order, so that
+// an old seed still makes the same schedule of them.
+func drawCase(cfg liveChaosConfig, cs uint64) *chaosCase {
+	rng := rand.New(rand.NewPCG(cs, 0x11fe))
+	has := func(s string) bool { return slices.Contains(cfg.scenarios, s) && rng.IntN(2) == 0 }
+	c := &chaosCase{seed: cs, n: 3 + rng.IntN(10), algo: cfg.algo, key: cfg.opts.Key, restartAt: -1}
+	var sched []string
+	note := func(format string, a ...any) { sched = append(sched, fmt.Sprintf(format, a...)) }
+	if has("loss") {
+		c.loss = []float64{0.01, 0.05, 0.2}[rng.IntN(3)]
+		note("loss %g", c.loss)
+	}
+	c.faults = livegroup.Faults{FlipBit: -1, CrashAfter: 5 + rng.IntN(60)}
+	if has("crash") && c.n > 4 {
+		c.faults.Crash = append(c.faults.Crash, gossip.NodeID(1+rng.IntN(c.n-1)))
+	}
+	if has("root-crash") {
+		c.faults.Crash = append(c.faults.Crash, 0)
+	}
+	if len(c.faults.Crash) > 0 {
+		note("members %v leave after %d messages", c.faults.Crash, c.faults.CrashAfter)
+	}
+	c.inputs = drawChaosInputs(rng, c.n)
+	c.tmpl = aggregate.Config{Group: fmt.Sprintf("chaos%d", cs), Prefix: cfg.prefix, Algorithm: cfg.algo, Seed: cs, Suspect: 300 * time.Millisecond}
+	if c.forge = has("forge"); c.forge {
+		c.forgeSalt = rng.Uint64()
+		note("forged results at 2 kHz")
+	}
+	if has("replay") {
+		c.drawReplay(rng)
+		note("traffic of an earlier operation of the group (same key, other members and inputs) replayed when a member has sent %v messages", c.rp.at)
+	}
+	if has("restart") {
+		c.restartAt = 1 + rng.IntN(30)
+		c.down = time.Duration(100+rng.IntN(701)) * time.Millisecond
+		note("NATS server restarts when a member has sent %d messages, down %v", c.restartAt, c.down)
+	}
+	c.schedule = fmt.Sprintf("nodes %d: %s", c.n, strings.Join(sched, "; "))
+	return c
+}
+
+// drawReplay draws the replay of the case: the recorded operation's
+// inputs and the moments of the bursts, and a group key if it has none.
+func (c *chaosCase) drawReplay(rng *rand.Rand) {
+	if c.key == nil {
+		// A replayer without the key would be a forger: this group has
+		// one, and so had the run it was recorded in.
+		c.key = make([]byte, 32)
+		for i := range c.key {
+			c.key[i] = byte(rng.Uint32())
 		}
 	}
-	var restartErr error
-	if restartAt >= 0 {
-		trig.add(restartAt, func() {
-			t0 := time.Now()
-			restartErr = cn.restart(ctx, down)
-			if restartErr == nil && res.Restart != nil {
-				res.Restart.Restarts++
-				res.Restart.Down += time.Since(t0).Seconds()
-			}
-		})
+	c.rp = &replayPlan{inputs: drawChaosInputs(rng, c.n)}
+	for range 2 + rng.IntN(3) {
+		c.rp.at = append(c.rp.at, rng.IntN(40))
+	}
+	slices.Sort(c.rp.at)
+}
+
+// openChaosNet opens the network of a case: memory, or NATS.
+func openChaosNet(ctx context.Context, cfg liveChaosConfig) (chaosNet, error) {
+	if cfg.memory {
+		return newMemChaosNet(), nil
+	}
+	return newNATSChaosNet(ctx, cfg.opts, cfg.urls)
+}
+
+// run runs the case's operation over tr, firing the replays, the restart
+// and the forger as members reach their message counts.
+func (c *chaosCase) run(ctx context.Context, cn chaosNet, tr transport.Transport, res *chaosOutput) (*livegroup.Outcome, error) {
+	trig := &sentTrigger{}
+	if c.rp != nil {
+		for _, at := range c.rp.at {
+			trig.add(at, func() { c.rp.replay(cn) })
+		}
+	}
+	var restartErr, forgeErr error
+	if c.restartAt >= 0 {
+		trig.add(c.restartAt, func() { restartErr = c.restart(ctx, cn, res) })
 	}
 	var stopForger func()
-	var forgeErr error
-	if forge {
+	if c.forge {
 		// The forger starts with the operation, when every member has
 		// joined: its endpoints take the members' ids, and a transport
 		// that refuses a second endpoint of a node would refuse the
 		// member that came second.
 		trig.add(0, func() {
-			out, err := cn.open(ctx, transport.Options{})
-			if err != nil {
-				forgeErr = err
-				return
+			var out transport.Transport
+			if out, forgeErr = cn.open(ctx, transport.Options{}); forgeErr == nil {
+				stopForger = forgeResults(ctx, out, c.tmpl.Prefix, c.tmpl.Group, c.algo, c.n, c.forgeSalt)
 			}
-			stopForger = forgeResults(ctx, out, cfg.prefix, tmpl.Group, cfg.algo, n, forgeSalt)
 		})
 	}
+	tmpl := c.tmpl
 	if len(trig.events) > 0 {
 		// Crashing members get their own injector (runGroup); the others
 		// fire the trigger.
 		tmpl.Injector = func(uint64) gossip.Injector { return trig }
 	}
-	o, err := runGroup(ctx, tr, tmpl, inputs, f, liveOpTimeout)
+	o, err := runGroup(ctx, tr, tmpl, c.inputs, c.faults, liveOpTimeout)
 	trig.wait() // the last replay or restart may still run
 	if stopForger != nil {
 		stopForger()
 	}
-	if err := errors.Join(err, forgeErr, restartErr); err != nil {
+	return o, errors.Join(err, forgeErr, restartErr)
+}
+
+// restart restarts the NATS server for the case, counting it in res.
+func (c *chaosCase) restart(ctx context.Context, cn chaosNet, res *chaosOutput) error {
+	t0 := time.Now()
+	if err := cn.restart(ctx, c.down); err != nil {
 		return err
 	}
-	st := tr.Stats()
-	if restartAt >= 0 && res.Restart != nil {
+	if res.Restart != nil {
+		res.Restart.Restarts++
+		res.Restart.Down += time.Since(t0).Seconds()
+	}
+	return nil
+}
+
+// count adds to res what the restart and the replay of the case did to
+// the members' transport tr.
+func (c *chaosCase) count(tr transport.Transport, res *chaosOutput) {
+	if c.restartAt >= 0 && res.Restart != nil {
 		if nt, ok := tr.(*transport.NATS); ok {
 			res.Restart.Reconnects += nt.Conn().Stats().Reconnects
 		}
 	}
-	if rp != nil && res.Replay != nil {
-		r := res.Replay
-		if rp.bursts.Load() > 0 {
-			r.Operations++
-		}
-		r.Recorded += len(rp.rec)
-		r.Injected += int(rp.injected.Load())
-		r.Probes += int(rp.probes.Load())
-		r.Dropped += st.Replayed
-		r.Forged += st.Forged
+	if c.rp == nil || res.Replay == nil {
+		return
 	}
-	check(o, inputs, schedule)
-	return nil
+	r := res.Replay
+	if c.rp.bursts.Load() > 0 {
+		r.Operations++
+	}
+	r.Recorded += len(c.rp.rec)
+	r.Injected += int(c.rp.injected.Load())
+	r.Probes += int(c.rp.probes.Load())
+	st := tr.Stats()
+	r.Dropped += st.Replayed
+	r.Forged += st.Forged
+}
+
+// check checks one operation of the case against the safety invariant,
+// counting it in res and reporting a violation on stderr at once.
+func (c *chaosCase) check(res *chaosOutput, stderr io.Writer, o *livegroup.Outcome, inputs [][]float64, schedule string) {
+	outs := map[gossip.NodeID]member.Outcome{}
+	failed := 0
+	for j := range c.n {
+		outs[gossip.NodeID(j)] = member.Outcome{Result: o.Results[j], Err: o.Errs[j]}
+		if o.Errs[j] != nil {
+			failed++
+		}
+	}
+	res.Failed += failed
+	res.Operations++
+	if vs := member.Check(c.n, 1, inputs, outs, 1e-9); len(vs) > 0 {
+		cs := simnet.Case{Seed: c.seed, Schedule: schedule, Operations: 1, Failed: failed, Violations: vs}
+		res.Violations += len(vs)
+		res.Cases = append(res.Cases, cs)
+		reportCase(stderr, cs)
+	}
 }
 
 // drawChaosInputs draws the one-component inputs of n members.

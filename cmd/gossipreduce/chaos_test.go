@@ -29,21 +29,21 @@ func TestChaosLiveOverEmbeddedNATS(t *testing.T) {
 }
 
 func TestChaosBadFlags(t *testing.T) {
-	code, _, stderr := runCmd(t, "chaos", "--scenario", "meteor")
+	code, _, stderr := runCLI(t, "chaos", "--scenario", "meteor")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "meteor")
-	code, _, _ = runCmd(t, "chaos", "--real-nats", "--scenario", "pause")
+	code, _, _ = runCLI(t, "chaos", "--real-nats", "--scenario", "pause")
 	assert.Equal(t, 2, code, "pauses need the simulator")
-	code, _, stderr = runCmd(t, "chaos", "--memory", "--scenario", "restart")
+	code, _, stderr = runCLI(t, "chaos", "--memory", "--scenario", "restart")
 	assert.Equal(t, 2, code, "no server to restart")
 	assert.Contains(t, stderr, "restart")
-	code, _, _ = runCmd(t, "chaos", "--nats", "nats://127.0.0.1:1", "--scenario", "restart")
+	code, _, _ = runCLI(t, "chaos", "--nats", "nats://127.0.0.1:1", "--scenario", "restart")
 	assert.Equal(t, 2, code, "an external server is not ours to restart")
-	code, _, _ = runCmd(t, "chaos", "--memory", "--real-nats")
+	code, _, _ = runCLI(t, "chaos", "--memory", "--real-nats")
 	assert.Equal(t, 2, code)
-	code, _, _ = runCmd(t, "chaos", "--memory", "--token", "x")
+	code, _, _ = runCLI(t, "chaos", "--memory", "--token", "x")
 	assert.Equal(t, 2, code, "credentials are for NATS")
-	code, _, _ = runCmd(t, "chaos", "--ops", "0")
+	code, _, _ = runCLI(t, "chaos", "--ops", "0")
 	assert.Equal(t, 2, code)
 }
 
@@ -95,7 +95,7 @@ func TestChaosReportCase(t *testing.T) {
 // its JSON report and stderr.
 func chaosJSON(t *testing.T, args ...string) (chaosOutput, string) {
 	t.Helper()
-	code, stdout, stderr := runCmd(t, append([]string{"chaos"}, args...)...)
+	code, stdout, stderr := runCLI(t, append([]string{"chaos"}, args...)...)
 	require.Equal(t, 0, code, stderr)
 	var got chaosOutput
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got))

@@ -23,6 +23,8 @@ type seedFlag struct {
 
 func (s *seedFlag) String() string { return strconv.FormatUint(s.v, 10) }
 
+func (s *seedFlag) kind() string { return "uint" }
+
 func (s *seedFlag) Set(v string) error {
 	n, err := strconv.ParseUint(v, 0, 64)
 	if err != nil {
@@ -65,6 +67,25 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// report is a verb's result, printed as text or as JSON.
+type report interface {
+	text(w io.Writer) error
+}
+
+// print prints r: as one JSON object with --json, else as text.
+func (out *stdio) print(r report) error {
+	if out.json {
+		return writeJSON(out.Stdout, r)
+	}
+	return r.text(out.Stdout)
+}
+
+// writeJSONLine prints v as JSON on one line: for output read line by
+// line (a stream of runs, a server's address).
+func writeJSONLine(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
 }
 
 // progress reports "done/total" of a long run on standard error: on a

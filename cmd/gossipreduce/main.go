@@ -25,27 +25,94 @@ import (
 	"syscall"
 )
 
-// verb is one subcommand. run parses args itself (with newFlags) and writes
-// results to out.Stdout, progress and diagnostics to out.Stderr.
+// command is one verb: its flags, their check, and the run.
+type command interface {
+	// flags registers the verb's flags on fs: the shared groups it takes
+	// (flags.go) and its own.
+	flags(fs *flag.FlagSet)
+	// check validates the flags once parsed; errors in how the verb was
+	// called are usage errors (usagef).
+	check() error
+	// exec runs the verb and prints its report to out.Stdout, as text or,
+	// with out.json, as JSON; progress and diagnostics go to out.Stderr.
+	exec(ctx context.Context, out *stdio) error
+}
+
+// verb is one subcommand: "run", or a sub-verb such as "bcast tree".
 type verb struct {
 	name, summary string
-	run           func(ctx context.Context, args []string, out *stdio) error
+	family        family
+	new           func() command
 }
 
 // stdio is where a verb writes; tests substitute buffers.
 type stdio struct {
 	Stdout, Stderr io.Writer
 	quiet          bool // --quiet: no progress reports (see newProgress)
+	json           bool // --json: one JSON object instead of text
 }
 
 var verbs = map[string]verb{}
 
 // register adds a verb; each verb's file calls it from init.
-func register(name, summary string, run func(context.Context, []string, *stdio) error) {
+func register(name, summary string, fam family, new func() command) {
 	if _, dup := verbs[name]; dup {
 		panic("gossipreduce: verb registered twice: " + name)
 	}
-	verbs[name] = verb{name: name, summary: summary, run: run}
+	verbs[name] = verb{name: name, summary: summary, family: fam, new: new}
+}
+
+// lookup finds the verb args start with, a sub-verb ("bcast tree") before
+// its verb, and returns it with the arguments after its name.
+func lookup(args []string) (verb, []string, bool) {
+	if len(args) > 1 {
+		if v, ok := verbs[args[0]+" "+args[1]]; ok {
+			return v, args[2:], true
+		}
+	}
+	v, ok := verbs[args[0]]
+	return v, args[1:], ok
+}
+
+// call parses args into the verb's flags, checks them and runs it.
+func (v verb) call(ctx context.Context, args []string, out *stdio) error {
+	o := *out
+	written := &countingWriter{w: out.Stdout}
+	o.Stdout = written
+	cmd := v.new()
+	fs := newFlags(v.name, &o)
+	fs.BoolVar(&o.json, "json", false, "print JSON instead of text: one object, with an error field when the verb fails (sim and bcast --per-run: one a line)")
+	cmd.flags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := cmd.check(); err != nil {
+		return err
+	}
+	err := cmd.exec(ctx, &o)
+	if err != nil && o.json && written.n == 0 && !errors.Is(err, errUsage) {
+		// A failure is a JSON object too, for scripts that read one: the
+		// error, and no figure of the work that failed.
+		err = errors.Join(err, writeJSON(out.Stdout, failure{Error: err.Error()}))
+	}
+	return err
+}
+
+// failure is the JSON of a verb that failed before it had a report.
+type failure struct {
+	Error string `json:"error"`
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
 }
 
 // errUsage marks an error in how the command was called (exit status 2).
@@ -65,9 +132,9 @@ func main() {
 // run executes one command line and returns the process exit status: 0 on
 // success, 1 when the work failed, 2 when the command line was wrong.
 func run(ctx context.Context, args []string, out *stdio) int {
-	if len(args) == 2 && args[0] == "help" {
-		if _, ok := verbs[args[1]]; ok {
-			args = []string{args[1], "-h"} // "help run" is "run -h"
+	if len(args) >= 2 && args[0] == "help" {
+		if _, ok := verbs[strings.Join(args[1:], " ")]; ok {
+			args = append(args[1:len(args):len(args)], "-h") // "help run" is "run -h"
 		}
 	}
 	if len(args) > 0 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
@@ -75,8 +142,8 @@ func run(ctx context.Context, args []string, out *stdio) int {
 		return 0
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		if len(args) == 2 {
-			fmt.Fprintf(out.Stderr, "gossipreduce: unknown verb %q\n\n", args[1])
+		if len(args) >= 2 {
+			fmt.Fprintf(out.Stderr, "gossipreduce: unknown verb %q\n\n", strings.Join(args[1:], " "))
 			printHelp(out.Stderr)
 			return 2
 		}
@@ -86,13 +153,13 @@ func run(ctx context.Context, args []string, out *stdio) int {
 		}
 		return 0
 	}
-	v, ok := verbs[args[0]]
+	v, rest, ok := lookup(args)
 	if !ok {
 		fmt.Fprintf(out.Stderr, "gossipreduce: unknown verb %q\n\n", args[0])
 		printHelp(out.Stderr)
 		return 2
 	}
-	err := v.run(ctx, args[1:], out)
+	err := v.call(ctx, rest, out)
 	switch {
 	case err == nil:
 		return 0
@@ -138,11 +205,16 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "\nverbs:")
 	names := make([]string, 0, len(verbs))
 	for n := range verbs {
-		names = append(names, n)
+		if !strings.Contains(n, " ") { // sub-verbs are in their verb's help
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-9s %s\n", n, verbs[n].summary)
+		for _, sub := range subVerbs(n) {
+			fmt.Fprintf(w, "  %-9s %s: %s\n", "", sub, verbs[sub].summary)
+		}
 	}
 }
 
@@ -163,9 +235,17 @@ func printFlags(fs *flag.FlagSet, name string, w io.Writer) {
 	if v, ok := verbs[name]; ok {
 		summary = ": " + v.summary
 	}
-	fmt.Fprintf(w, "usage: gossipreduce %s [flags]%s\n\nflags:\n", name, summary)
+	fmt.Fprintf(w, "usage: gossipreduce %s [flags]%s\n", name, summary)
+	printSubVerbs(w, name)
+	fmt.Fprintf(w, "\nflags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
+		if isAlias(f) {
+			return // deprecated names work, but are not taught
+		}
 		kind, usage := flag.UnquoteUsage(f)
+		if k, ok := f.Value.(interface{ kind() string }); ok {
+			kind = k.kind()
+		}
 		line := "  --" + f.Name
 		if kind != "" {
 			line += " " + kind
@@ -176,6 +256,26 @@ func printFlags(fs *flag.FlagSet, name string, w io.Writer) {
 		}
 		fmt.Fprintln(w, line)
 	})
+}
+
+// printSubVerbs lists the sub-verbs of the verb name, if it has any.
+func printSubVerbs(w io.Writer, name string) {
+	for _, n := range subVerbs(name) {
+		fmt.Fprintf(w, "       gossipreduce %s [flags]: %s\n", n, verbs[n].summary)
+	}
+}
+
+// subVerbs returns the names of the sub-verbs of name ("bcast tree"),
+// sorted.
+func subVerbs(name string) []string {
+	var subs []string
+	for n := range verbs {
+		if strings.HasPrefix(n, name+" ") {
+			subs = append(subs, n)
+		}
+	}
+	sort.Strings(subs)
+	return subs
 }
 
 // parseFlags parses args, turning flag errors into usage errors and

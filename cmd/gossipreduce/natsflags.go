@@ -10,8 +10,9 @@ import (
 	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
-// natsFlags are the flags node, run and bench share for reaching a secured
-// NATS: credentials, TLS, the subject prefix and the group key.
+// natsFlags are the flags the live verbs share for reaching a secured
+// NATS: the servers, credentials, TLS, the subject prefix and the group
+// key.
 //
 // The group key is read from a file (--key-file) and never taken on the
 // command line: arguments are visible to every local user (ps,
@@ -20,6 +21,7 @@ import (
 // flag has the same weakness; its help says so and points to --creds and
 // --nkey, whose secrets stay in files.
 type natsFlags struct {
+	url                    string // --nats; empty: an embedded server
 	token, user, password  string
 	creds, nkey            string
 	tlsCA, tlsCert, tlsKey string
@@ -27,9 +29,11 @@ type natsFlags struct {
 	prefix, keyFile        string
 }
 
-// addNATSFlags defines the shared flags on fs.
-func addNATSFlags(fs *flag.FlagSet) *natsFlags {
-	f := &natsFlags{}
+// register defines the shared flags on fs, --nats with the default url
+// (empty: an embedded server).
+func (f *natsFlags) register(fs *flag.FlagSet, url string) {
+	fs.StringVar(&f.url, "nats", url, "NATS server URL(s), comma separated (run, bench, chaos: default an embedded server on a loopback port; "+
+		"node, a process of its own: default the one gossipreduce server starts)")
 	fs.StringVar(&f.token, "token", "", "NATS authentication token")
 	fs.StringVar(&f.user, "user", "", "NATS user name")
 	fs.StringVar(&f.password, "password", "", "NATS password of --user (visible in the process list: prefer --creds or --nkey)")
@@ -41,7 +45,6 @@ func addNATSFlags(fs *flag.FlagSet) *natsFlags {
 	fs.StringVar(&f.tlsServerName, "tls-server-name", "", "name the server's certificate must carry (default: the URL's host)")
 	fs.StringVar(&f.prefix, "prefix", "", `first subject token(s) of the group's subjects, e.g. "acme.metrics" (default "`+transport.DefaultPrefix+`"), so NATS permissions can scope the group`)
 	fs.StringVar(&f.keyFile, "key-file", "", "file holding the group key (at least 16 bytes, one trailing newline ignored): every message is authenticated with it; every member needs the same key")
-	return f
 }
 
 // connecting reports whether any credential or TLS flag is set: flags that
@@ -54,6 +57,9 @@ func (f *natsFlags) connecting() bool {
 // check validates the flags that can be judged without reading files; the
 // errors are usage errors (exit 2).
 func (f *natsFlags) check() error {
+	if f.url == "" && f.connecting() {
+		return usagef("--token, --user, --password, --creds, --nkey and --tls-* are for an external server: give --nats")
+	}
 	if f.password != "" && f.user == "" {
 		return usagef("--password needs --user")
 	}
@@ -92,29 +98,25 @@ func (f *natsFlags) options(base transport.Options) (transport.NATSOptions, erro
 	}, nil
 }
 
-// openNet connects to the NATS servers of natsURL (comma separated) with
-// the flags' credentials, or, when natsURL is empty, starts an embedded
-// server on a random loopback port, for which credential and TLS flags are
-// a usage error. The group key and base go into the transport's options.
-func (f *natsFlags) openNet(ctx context.Context, natsURL string, base transport.Options) (*liveNet, error) {
-	if natsURL == "" && f.connecting() {
-		return nil, usagef("--token, --user, --password, --creds, --nkey and --tls-* are for an external server: give --nats")
-	}
+// openNet connects to the NATS servers of --nats with the flags'
+// credentials, or, without --nats, starts an embedded server on a random
+// loopback port. The group key and base go into the transport's options.
+func (f *natsFlags) openNet(ctx context.Context, base transport.Options) (*liveNet, error) {
 	opts, err := f.options(base)
 	if err != nil {
 		return nil, err
 	}
-	if natsURL != "" {
+	if f.url != "" {
 		if opts.Logger == nil {
 			// The verbs warn about a missing key themselves (warnNoKey),
 			// in their JSON too; the transport's own warning would repeat it.
 			opts.Logger = slog.New(slog.DiscardHandler)
 		}
-		tr, err := transport.Connect(ctx, strings.Split(natsURL, ","), opts)
+		tr, err := transport.Connect(ctx, f.urls(), opts)
 		if err != nil {
 			return nil, err
 		}
-		return &liveNet{tr: tr, url: natsURL}, nil
+		return &liveNet{tr: tr, url: f.url}, nil
 	}
 	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
 	if err != nil {
@@ -126,4 +128,12 @@ func (f *natsFlags) openNet(ctx context.Context, natsURL string, base transport.
 		return nil, err
 	}
 	return &liveNet{srv: srv, tr: tr, url: srv.ClientURL()}, nil
+}
+
+// urls returns the servers of --nats, none for an embedded server.
+func (f *natsFlags) urls() []string {
+	if f.url == "" {
+		return nil
+	}
+	return strings.Split(f.url, ",")
 }

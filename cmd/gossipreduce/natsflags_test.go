@@ -171,9 +171,10 @@ func TestNATSFlagErrors(t *testing.T) {
 // package transport).
 func TestNATSFlagsOptions(t *testing.T) {
 	fs := newFlags("test", &stdio{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}})
-	nf := addNATSFlags(fs)
+	nf := &natsFlags{}
+	nf.register(fs, "")
 	key := writeKey(t, "0123456789abcdef")
-	require.NoError(t, parseFlags(fs, []string{"--token", "t", "--user", "u", "--password", "p", "--creds", "c.creds",
+	require.NoError(t, parseFlags(fs, []string{"--nats", "nats://a:4222,nats://b:4222", "--token", "t", "--user", "u", "--password", "p", "--creds", "c.creds",
 		"--nkey", "u.nk", "--tls-ca", "ca.pem", "--tls-cert", "cl.pem", "--tls-key", "cl-key.pem",
 		"--tls-server-name", "nats.example", "--prefix", "acme.metrics", "--key-file", key}))
 	opts, err := nf.options(transport.Options{Seed: 7})
@@ -188,6 +189,7 @@ func TestNATSFlagsOptions(t *testing.T) {
 		TLS:          transport.TLSFiles{CA: "ca.pem", Cert: "cl.pem", Key: "cl-key.pem", ServerName: "nats.example"},
 	}, opts)
 	assert.Equal(t, "acme.metrics", nf.prefix)
+	assert.Equal(t, []string{"nats://a:4222", "nats://b:4222"}, nf.urls())
 	assert.True(t, nf.connecting())
 }
 
@@ -206,7 +208,7 @@ func TestRunAndBenchWithKey(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Shutdown()
 	obj = jsonObject(t, "bench", "--nats", srv.ClientURL(), "--user", "bench", "--password", "pw", "--key-file", key,
-		"--nodes", "4", "--runs", "1", "--algos", "pfcc,rdb", "--seed", "2", "--json")
+		"--nodes", "4", "--runs", "1", "--algo", "pfcc,rdb", "--seed", "2", "--json")
 	for _, a := range obj["algorithms"].([]any) {
 		assert.Equal(t, 0.0, a.(map[string]any)["failed_runs"])
 	}
@@ -233,15 +235,15 @@ func TestNoKeyWarning(t *testing.T) {
 	require.Len(t, obj["warnings"], 1)
 	assert.Contains(t, obj["warnings"].([]any)[0], "--key-file")
 
-	code, _, stderr = runCLI(t, "bench", "--nats", srv.ClientURL(), "--prefix", "acme", "--nodes", "2", "--runs", "1", "--algos", "rdb", "--seed", "1")
+	code, _, stderr = runCLI(t, "bench", "--nats", srv.ClientURL(), "--prefix", "acme", "--nodes", "2", "--runs", "1", "--algo", "rdb", "--seed", "1")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "gossipreduce bench: "+warning)
 
 	for _, args := range [][]string{
 		{"run", "--nats", srv.ClientURL(), "--key-file", key},
-		{"bench", "--nats", srv.ClientURL(), "--key-file", key, "--runs", "1", "--algos", "rdb"},
+		{"bench", "--nats", srv.ClientURL(), "--key-file", key, "--runs", "1", "--algo", "rdb"},
 		{"run"},
-		{"bench", "--runs", "1", "--algos", "rdb"},
+		{"bench", "--runs", "1", "--algo", "rdb"},
 	} {
 		code, _, stderr := runCLI(t, append(args, "--nodes", "2", "--seed", "1")...)
 		require.Equal(t, 0, code, stderr)

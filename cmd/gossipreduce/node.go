@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -18,7 +19,7 @@ import (
 )
 
 func init() {
-	register("node", "one member of a live group, as its own process (see gossipreduce server)", runNode)
+	register("node", "one member of a live group, as its own process (see gossipreduce server)", liveFamily, func() command { return &nodeCmd{} })
 }
 
 // nodeOutput is the JSON of the node verb. Result, Live, Absent and Root
@@ -43,68 +44,81 @@ type nodeOutput struct {
 	Error    string   `json:"error,omitempty"`
 }
 
-func runNode(ctx context.Context, args []string, out *stdio) error {
-	fs := newFlags("node", out)
-	var (
-		natsURL  = fs.String("nats", "nats://127.0.0.1:4222", "NATS server URL(s), comma separated")
-		group    = fs.String("group", "gossipreduce", "group name (a NATS subject token)")
-		id       = fs.Int("id", -1, "this member's id, 0 … nodes-1 (required)")
-		nodes    = fs.Int("nodes", 0, "group size N (required)")
-		value    = fs.String("value", "", "this member's vector, comma separated (required)")
-		sum      = fs.Bool("sum", false, "compute the sum instead of the average")
-		algoName = fs.String("algo", "pfcc", "algorithm")
-		topo     = fs.String("topology", "complete", "overlay")
-		eps      = fs.Float64("eps", 1e-9, "target accuracy ε")
-		timeout  = fs.Duration("timeout", 30*time.Second, "give up after this long, connecting (retried until then) and joining included")
-		suspect  = fs.Duration("suspect", time.Second, "silence after which a member is declared dead")
-		asJSON   = fs.Bool("json", false, "print one JSON object (also when the node fails, with an error field)")
-		linger   = fs.Duration("linger", time.Second, "after its result, stay in the group this long before leaving, answering members still at it (a partner that lost a message; with exchange, a member asking for a partial or the result that only finished members hold); 0 leaves at once")
-	)
-	nf := addNATSFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+// nodeCmd is the node verb: one member joins its group and runs one
+// operation with the others.
+type nodeCmd struct {
+	algo   listFlag[string]
+	group  groupFlags
+	timing liveTiming
+	nats   natsFlags
+	name   string // --group
+	id     int
+	value  string
+	sum    bool
+	linger time.Duration
+	cfg    aggregate.Config // checked
+	vec    []float64        // --value, parsed
+}
+
+func (c *nodeCmd) flags(fs *flag.FlagSet) {
+	d := familyDefaults[liveFamily]
+	d.nodes = 0 // required (flagDifferences)
+	registerAlgo(fs, &c.algo, "node", d.algo)
+	c.group.register(fs, d)
+	c.timing.register(fs, true)
+	c.nats.register(fs, "nats://127.0.0.1:4222")
+	fs.StringVar(&c.name, "group", "gossipreduce", "group name (a NATS subject token)")
+	fs.IntVar(&c.id, "id", -1, "this member's id, 0 … nodes-1 (required)")
+	fs.StringVar(&c.value, "value", "", "this member's vector, comma separated (required)")
+	fs.BoolVar(&c.sum, "sum", false, "compute the sum instead of the average")
+	fs.DurationVar(&c.linger, "linger", time.Second, "after its result, stay in the group this long before leaving, answering members still at it "+
+		"(a partner that lost a message; with exchange, a member asking for a partial or the result that only finished members hold); 0 leaves at once")
+}
+
+func (c *nodeCmd) check() error {
+	if err := c.nats.check(); err != nil {
 		return err
 	}
-	if err := nf.check(); err != nil {
-		return err
-	}
-	if *id < 0 || *nodes < 1 || *value == "" {
+	if c.id < 0 || c.group.nodes < 1 || c.value == "" {
 		return usagef("--id, --nodes and --value are required")
 	}
-	vec, err := parseVector(*value)
+	vec, err := parseVector(c.value)
 	if err != nil {
 		return err
 	}
-	if err := checkEps(*eps); err != nil {
+	if err := firstError(c.group.check(), c.timing.check()); err != nil {
 		return err
 	}
-	cfg := aggregate.Config{Group: *group, Prefix: nf.prefix, ID: gossip.NodeID(*id), Nodes: *nodes, Algorithm: *algoName,
-		Topology: *topo, Epsilon: *eps, Suspect: *suspect}
-	if err := cfg.Validate(); err != nil {
+	if c.linger < 0 {
+		return usagef("--linger %v must be ≥ 0", c.linger)
+	}
+	c.vec = vec
+	c.cfg = aggregate.Config{Group: c.name, Prefix: c.nats.prefix, ID: gossip.NodeID(c.id), Nodes: c.group.nodes, Algorithm: c.algo.one(),
+		Topology: c.group.topology, Epsilon: c.group.eps, Suspect: c.timing.suspect}
+	if err := c.cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
+	return nil
+}
+
+func (c *nodeCmd) exec(ctx context.Context, out *stdio) error {
 	op := "average"
-	if *sum {
+	if c.sum {
 		op = "sum"
 	}
-	o := nodeOutput{Group: *group, ID: *id, Nodes: *nodes, Algo: *algoName, Op: op}
+	o := nodeOutput{Group: c.name, ID: c.id, Nodes: c.group.nodes, Algo: c.algo.one(), Op: op}
 	// The node always talks through a NATS server outside this process.
 	ws := newWarnings("node", out)
-	ws.warnPushSum(*algoName, nil)
-	ws.warnNoKey(nf, subjectPrefix(nf.prefix)+"."+*group+".*")
-	if *linger < 0 {
-		return usagef("--linger %v must be ≥ 0", *linger)
-	}
-	leave, err := joinAndReduce(ctx, &o, nf, strings.Split(*natsURL, ","), cfg, vec, *sum, *timeout)
-	defer leave(ctx, *linger)
+	ws.warnPushSum(c.algo.one(), nil)
+	ws.warnNoKey(&c.nats, subjectPrefix(c.nats.prefix)+"."+c.name+".*")
+	leave, err := joinAndReduce(ctx, &o, &c.nats, c.cfg, c.vec, c.sum, c.timing.timeout)
+	defer leave(ctx, c.linger)
 	o.Warnings = ws.list
 	if err != nil {
 		o.Error = err.Error()
 	}
-	if *asJSON {
-		if werr := writeJSON(out.Stdout, o); werr != nil {
-			err = errors.Join(err, werr)
-		}
-		return err
+	if out.json {
+		return errors.Join(err, writeJSON(out.Stdout, o))
 	}
 	if err != nil {
 		return err
@@ -127,22 +141,9 @@ func runNode(ctx context.Context, args []string, out *stdio) error {
 // messages the moment it resumed and exited, its schedule messages to
 // three peers still queued, and the members that could have answered
 // for them had exited too.
-func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []string, cfg aggregate.Config, vec []float64, sum bool, timeout time.Duration) (leave func(context.Context, time.Duration), err error) {
-	var closers []func() error
-	stay := false
-	leave = func(ctx context.Context, linger time.Duration) {
-		if stay && linger > 0 {
-			t := time.NewTimer(linger)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-			}
-		}
-		for _, c := range slices.Backward(closers) {
-			c()
-		}
-	}
+func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, cfg aggregate.Config, vec []float64, sum bool, timeout time.Duration) (leave func(context.Context, time.Duration), err error) {
+	var m membership
+	leave = m.leave
 	// The transport's own logs (a lost connection, a reconnection) go to
 	// stderr; its warning about a missing key is the one this command
 	// gives in its own words.
@@ -155,19 +156,19 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []str
 	// until then, as is usual when a script starts it beside the nodes.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tr, err := connectRetry(ctx, urls, opts)
+	tr, err := connectRetry(ctx, nf.urls(), opts)
 	if errors.Is(err, nats.ErrNoServers) {
 		return leave, fmt.Errorf("%w (no NATS server answered within --timeout %v: start one with `gossipreduce server --port 4222`, or point --nats at yours)", err, timeout)
 	}
 	if err != nil {
 		return leave, err
 	}
-	closers = append(closers, tr.Close)
+	m.closers = append(m.closers, tr.Close)
 	nd, err := aggregate.Join(ctx, tr, cfg)
 	if err != nil {
 		return leave, err
 	}
-	closers = append(closers, nd.Close)
+	m.closers = append(m.closers, nd.Close)
 	do := nd.Average
 	if sum {
 		do = nd.Sum
@@ -188,8 +189,31 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, urls []str
 	}
 	root := int(res.Root)
 	o.Result, o.Live, o.Absent, o.Root = res.Value, &res.Live, nonNilIDs(res.Absent), &root
-	stay = true
+	m.stay = true
 	return leave, nil
+}
+
+// membership is what a node holds open in its group: its connection and
+// its member, closed in reverse order when it leaves.
+type membership struct {
+	closers []func() error
+	stay    bool // it has a result: linger before leaving
+}
+
+// leave waits up to linger (or until ctx ends) if the node has a result,
+// then closes what it holds.
+func (m *membership) leave(ctx context.Context, linger time.Duration) {
+	if m.stay && linger > 0 {
+		t := time.NewTimer(linger)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	for _, c := range slices.Backward(m.closers) {
+		c()
+	}
 }
 
 // nonNilIDs returns ids, or an empty list for nil (JSON [] rather than

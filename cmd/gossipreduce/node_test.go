@@ -84,7 +84,7 @@ func TestBenchJSONContract(t *testing.T) {
 		}
 		assert.False(t, math.IsNaN(row["ratio_to_rdb"].(float64)))
 	}
-	code, _, _ := runCLI(t, "bench", "--algos", "ps,magic")
+	code, _, _ := runCLI(t, "bench", "--algo", "ps,magic")
 	assert.Equal(t, 2, code)
 }
 

@@ -2,24 +2,23 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/aggregate"
-	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/internal/livegroup"
-	"github.com/gossipreduce/gossipreduce/sdc"
 	"github.com/gossipreduce/gossipreduce/transport"
 )
 
 func init() {
-	register("run", "a live all-reduce: N members in this process over NATS (embedded server unless --nats)", runLive)
+	register("run", "a live all-reduce: N members in this process over NATS (embedded server unless --nats)", liveFamily, func() command { return &runCmd{} })
 }
 
 // runOutput is the JSON of the run verb (field names are a contract).
@@ -84,232 +83,245 @@ type runCoverage struct {
 	Error  string          `json:"error,omitempty"`
 }
 
-func runLive(ctx context.Context, args []string, out *stdio) error {
-	fs := newFlags("run", out)
-	var seed seedFlag
-	var (
-		algoName   = fs.String("algo", "pfcc", "algorithm: "+strings.Join(algo.Names(), ", "))
-		topo       = fs.String("topology", "complete", "overlay (see gossipreduce sim -h)")
-		nodes      = fs.Int("nodes", 16, "number of members N")
-		eps        = fs.Float64("eps", 1e-9, "target accuracy ε of the result")
-		comps      = fs.Int("components", 1, "vector length of each member's value")
-		runs       = fs.Int("runs", 1, "operations to run, one after the other, each on a fresh group")
-		natsURL    = fs.String("nats", "", "NATS server URL(s), comma separated (default: start an embedded server)")
-		loss       = fs.Float64("loss", 0, "probability that a message is lost at the transport")
-		crash      = fs.Int("crash", 0, "members (not the root) that crash mid-operation")
-		crashRoot  = fs.Bool("crash-root", false, "the root (member 0) crashes mid-operation")
-		crashAfter = fs.Int("crash-after", 10, "a crashing member crashes once it has sent this many messages")
-		flipBit    = fs.Int("flip-bit", -1, "flip this bit (0-63) once per run, at a random member (-1: none)")
-		flipTarget = fs.String("flip-target", "flow", "what flips hit: value, weight, checksum, flow, message, input")
-		flipAfter  = fs.Int("flip-after", 8, "the single flip happens once its member has sent this many messages")
-		flipRate   = fs.Float64("flip-rate", 0, "flip probability per word per message at every member (bits 0-63)")
-		timeout    = fs.Duration("timeout", 30*time.Second, "give up a run, joining the group included, after this long")
-		suspect    = fs.Duration("suspect", time.Second, "silence after which a member is declared dead")
-		idle       = fs.Duration("idle", 0, "a member that sent nothing for this long takes a gossip step on its own (0: 4 ms, longer for many members per core: 120 µs × nodes / GOMAXPROCS)")
-		asJSON     = fs.Bool("json", false, "print one JSON object")
-	)
-	fs.Var(&seed, "seed", "random seed of inputs, faults and gossip (default: drawn at random and printed)")
-	nf := addNATSFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := nf.check(); err != nil {
-		return err
-	}
-	if err := checkEps(*eps); err != nil {
-		return err
-	}
-	switch {
-	case *nodes < 1:
-		return usagef("--nodes %d must be at least 1", *nodes)
-	case *runs < 1:
-		return usagef("--runs %d must be at least 1", *runs)
-	case *comps < 1:
-		return usagef("--components %d must be at least 1", *comps)
-	case *crash < 0 || *crash+boolInt(*crashRoot) >= *nodes:
-		return usagef("--crash %d and --crash-root leave fewer than one member", *crash)
-	case *flipBit < -1 || *flipBit > 63:
-		return usagef("--flip-bit %d must be in 0…63 (or -1)", *flipBit)
-	case *timeout <= 0 || *suspect <= 0:
-		return usagef("--timeout and --suspect must be positive")
-	}
-	if err := checkProb("loss", *loss, 1); err != nil {
-		return err
-	}
-	if err := checkProb("flip-rate", *flipRate, 1); err != nil {
-		return err
-	}
-	target, err := sdc.ParseTarget(*flipTarget)
+// runCmd is the run verb: --runs operations, one after the other, each
+// of a fresh group of --nodes members in this process.
+type runCmd struct {
+	algo   listFlag[string]
+	group  groupFlags
+	faults faultFlags
+	timing liveTiming
+	nats   natsFlags
+	seed   seedFlag
+	comps  int
+	runs   int
+	idle   time.Duration
+	tmpl   aggregate.Config // every run's members', checked
+}
+
+func (c *runCmd) flags(fs *flag.FlagSet) {
+	d := familyDefaults[liveFamily]
+	registerAlgo(fs, &c.algo, "run", d.algo)
+	c.group.register(fs, d)
+	registerComponents(fs, &c.comps)
+	registerRuns(fs, &c.runs, 1)
+	c.faults.registerLoss(fs, "run")
+	c.faults.registerCrash(fs, true)
+	c.faults.registerFlips(fs, "run", d)
+	c.timing.register(fs, true)
+	fs.DurationVar(&c.idle, "idle", 0, "a member that sent nothing for this long takes a gossip step on its own (0: the library default, 4 ms or 120 µs × the members in this process / GOMAXPROCS if longer)")
+	registerSeed(fs, &c.seed)
+	c.nats.register(fs, "")
+}
+
+func (c *runCmd) check() error {
+	err := firstError(c.nats.check(), c.group.check(), checkCount("runs", c.runs, 1), checkCount("components", c.comps, 1),
+		c.faults.check(c.group.nodes), c.timing.check())
 	if err != nil {
-		return usagef("%v", err)
+		return err
 	}
-	tmpl := aggregate.Config{Prefix: nf.prefix, Topology: *topo, Algorithm: *algoName, Epsilon: *eps, Suspect: *suspect, Idle: *idle}
+	c.tmpl = aggregate.Config{Prefix: c.nats.prefix, Topology: c.group.topology, Algorithm: c.algo.one(), Epsilon: c.group.eps,
+		Suspect: c.timing.suspect, Idle: c.idle}
 	// Validate the configuration once, before starting anything.
-	probe := tmpl
-	probe.Group, probe.Nodes = "check", *nodes
+	probe := c.tmpl
+	probe.Group, probe.Nodes = "check", c.group.nodes
 	if err := probe.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	s := seed.value()
+	return nil
+}
+
+func (c *runCmd) exec(ctx context.Context, out *stdio) error {
+	s := c.seed.value()
 	ws := newWarnings("run", out)
-	var requested []string
-	if *loss > 0 {
-		requested = append(requested, fmt.Sprintf("--loss %v", *loss))
+	if r := c.faults.requested(); len(r) > 0 {
+		ws.warnPushSum(c.algo.one(), r)
 	}
-	if *crash > 0 {
-		requested = append(requested, fmt.Sprintf("--crash %d", *crash))
+	if c.nats.url != "" {
+		ws.warnNoKey(&c.nats, subjectPrefix(c.nats.prefix)+".>")
 	}
-	if *crashRoot {
-		requested = append(requested, "--crash-root")
-	}
-	if *flipBit >= 0 {
-		requested = append(requested, fmt.Sprintf("--flip-bit %d", *flipBit))
-	}
-	if *flipRate > 0 {
-		requested = append(requested, fmt.Sprintf("--flip-rate %v", *flipRate))
-	}
-	if len(requested) > 0 {
-		ws.warnPushSum(*algoName, requested)
-	}
-	if *natsURL != "" {
-		ws.warnNoKey(nf, subjectPrefix(nf.prefix)+".>")
-	}
-	net, err := nf.openNet(ctx, *natsURL, transport.Options{Loss: *loss, Seed: s, Buffer: 8192})
+	net, err := c.nats.openNet(ctx, transport.Options{Loss: c.faults.loss.one(), Seed: s, Buffer: 8192})
 	if err != nil {
 		return err
 	}
 	defer net.Close()
 
-	o := runOutput{Algo: *algoName, Topology: *topo, Nodes: *nodes, Runs: *runs, Seed: s, NATS: net.url, Warnings: ws.list}
-	var (
-		secs      []float64
-		messages  int
-		worst     float64
-		identical = true
-		liveMin   = math.MaxInt
-		covered   bool // a run had a result
-		absent    = map[gossip.NodeID]bool{}
-		firstErr  error // of the first failed run
-		stopErr   error // what stopped the runs early
-	)
+	t := newRunTally(runOutput{Algo: c.algo.one(), Topology: c.group.topology, Nodes: c.group.nodes, Runs: c.runs,
+		Seed: s, NATS: net.url, Warnings: ws.list})
 	prog := newProgress(out, "run")
-	for i := range *runs {
-		rs := s + uint64(i)
-		r := rand.New(rand.NewPCG(rs, 0xfa17))
-		var f livegroup.Faults
-		f.FlipBit, f.FlipTarget, f.FlipAfter, f.FlipRate = *flipBit, target, *flipAfter, *flipRate
-		f.CrashAfter = *crashAfter
-		if *crashRoot {
-			f.Crash = append(f.Crash, 0)
-		}
-		for _, v := range r.Perm(*nodes - 1)[:*crash] {
-			f.Crash = append(f.Crash, gossip.NodeID(v+1))
-		}
-		f.FlipNode = gossip.NodeID(r.IntN(*nodes))
-		cfg := tmpl
-		cfg.Group = fmt.Sprintf("run-%d-%d", s, i)
-		cfg.Seed = rs
-		res, err := runGroup(ctx, net.tr, cfg, drawInputs(*nodes, *comps, rs), f, *timeout)
-		if err != nil {
-			// The group could not be set up: a failed run, and the last.
-			o.Failed++
-			o.PerRun = append(o.PerRun, runCoverage{Run: i, Seed: rs, Error: err.Error()})
-			if firstErr == nil {
-				firstErr = fmt.Errorf("run %d (seed %d): %w", i, rs, err)
-			}
-			if i+1 < *runs {
-				stopErr = fmt.Errorf("stopped after %d of %d runs", i+1, *runs)
-			}
+	for i := range c.runs {
+		if !c.runOnce(ctx, net.tr, s, i, t) {
 			break
 		}
-		v := res.Check()
-		pr := runCoverage{Run: i, Seed: rs}
-		if v.Err != nil {
-			o.Failed++
-			pr.Error = v.Err.Error()
-			if firstErr == nil {
-				firstErr = fmt.Errorf("run %d (seed %d): %w", i, rs, v.Err)
-			}
+		if c.runs > 1 {
+			prog.update(i+1, c.runs)
 		}
-		if v.Results > 0 {
-			pr.Live, pr.Absent = &v.Live, nonNilIDs(v.Absent)
-			// Until now every run with a result covered the same members
-			// (else CoverageDiffers is set already): liveMin and absent
-			// are theirs.
-			if covered && (v.Live != liveMin || len(v.Absent) != len(absent)) {
-				o.CoverageDiffers = true
-			}
-			for _, a := range v.Absent {
-				if covered && !absent[a] {
-					o.CoverageDiffers = true
-				}
-				absent[a] = true
-			}
-			liveMin, covered = min(liveMin, v.Live), true
-			identical = identical && v.Identical
-			if v.Worst > worst || math.IsNaN(v.Worst) {
-				worst = v.Worst
-			}
-			if v.Err == nil && !(v.Worst <= *eps) {
-				o.WorseThanEps++
-			}
-			o.Result, o.Exact = v.Value, v.Exact
-		}
-		o.PerRun = append(o.PerRun, pr)
-		messages += v.Total
-		o.MaxMsgs = max(o.MaxMsgs, v.Most)
-		o.Flips += res.Flips
-		o.Excluded += res.Excluded
-		secs = append(secs, res.Seconds)
-		o.SecondsMax = max(o.SecondsMax, res.Seconds)
-		if *runs > 1 {
-			prog.update(i+1, *runs)
-		}
-		if ctx.Err() != nil && i+1 < *runs {
-			stopErr = fmt.Errorf("stopped after %d of %d runs: %w", i+1, *runs, ctx.Err())
+		if ctx.Err() != nil && i+1 < c.runs {
+			t.stopErr = fmt.Errorf("stopped after %d of %d runs: %w", i+1, c.runs, ctx.Err())
 			break
 		}
 	}
-	o.dropCounts = dropsOf(net.tr.Stats())
+	o, err := t.finish(net.tr.Stats(), c.group.eps)
+	if !out.json {
+		printRun(out, o)
+		return err
+	}
+	return errors.Join(err, writeJSON(out.Stdout, sanitizeRun(o)))
+}
+
+// runOnce runs operation i (seed s+i) on a fresh group and adds it to t;
+// false when the group could not be set up, which ends the runs.
+func (c *runCmd) runOnce(ctx context.Context, tr transport.Transport, s uint64, i int, t *runTally) bool {
+	rs := s + uint64(i)
+	cfg := c.tmpl
+	cfg.Group = fmt.Sprintf("run-%d-%d", s, i)
+	cfg.Seed = rs
+	res, err := runGroup(ctx, tr, cfg, drawInputs(c.group.nodes, c.comps, rs), c.faultsOf(rs), c.timing.timeout)
+	if err != nil {
+		t.setupFailed(i, rs, err)
+		return false
+	}
+	t.add(i, rs, res, c.group.eps)
+	return true
+}
+
+// faultsOf draws the faults of the run of seed rs: the crashing members
+// and the member of the single flip.
+func (c *runCmd) faultsOf(rs uint64) livegroup.Faults {
+	n, ff := c.group.nodes, &c.faults
+	r := rand.New(rand.NewPCG(rs, 0xfa17))
+	f := livegroup.Faults{FlipBit: -1, FlipTarget: ff.flipTarget.one(), FlipAfter: ff.flipAfter, FlipRate: ff.flipRate, CrashAfter: ff.crashAfter}
+	if len(ff.flipBit.vals) > 0 {
+		f.FlipBit = ff.flipBit.one()
+	}
+	if ff.crashRoot {
+		f.Crash = append(f.Crash, 0)
+	}
+	for _, v := range r.Perm(n - 1)[:ff.crash.count(n)] {
+		f.Crash = append(f.Crash, gossip.NodeID(v+1))
+	}
+	f.FlipNode = gossip.NodeID(r.IntN(n))
+	return f
+}
+
+// runTally sums the runs of the run verb into its output.
+type runTally struct {
+	o         runOutput
+	secs      []float64
+	messages  int
+	worst     float64
+	identical bool
+	liveMin   int
+	covered   bool // a run had a result
+	absent    map[gossip.NodeID]bool
+	firstErr  error // of the first failed run
+	stopErr   error // what stopped the runs early
+}
+
+func newRunTally(o runOutput) *runTally {
+	return &runTally{o: o, identical: true, liveMin: math.MaxInt, absent: map[gossip.NodeID]bool{}}
+}
+
+// setupFailed records run i, whose group could not be set up: a failed
+// run, and the last.
+func (t *runTally) setupFailed(i int, rs uint64, err error) {
+	t.o.Failed++
+	t.o.PerRun = append(t.o.PerRun, runCoverage{Run: i, Seed: rs, Error: err.Error()})
+	t.failed(i, rs, err)
+	if i+1 < t.o.Runs {
+		t.stopErr = fmt.Errorf("stopped after %d of %d runs", i+1, t.o.Runs)
+	}
+}
+
+func (t *runTally) failed(i int, rs uint64, err error) {
+	if t.firstErr == nil {
+		t.firstErr = fmt.Errorf("run %d (seed %d): %w", i, rs, err)
+	}
+}
+
+// add records the outcome of run i.
+func (t *runTally) add(i int, rs uint64, res *livegroup.Outcome, eps float64) {
+	v := res.Check()
+	pr := runCoverage{Run: i, Seed: rs}
+	if v.Err != nil {
+		t.o.Failed++
+		pr.Error = v.Err.Error()
+		t.failed(i, rs, v.Err)
+	}
+	if v.Results > 0 {
+		pr.Live, pr.Absent = &v.Live, nonNilIDs(v.Absent)
+		t.cover(v, eps)
+	}
+	t.o.PerRun = append(t.o.PerRun, pr)
+	t.messages += v.Total
+	t.o.MaxMsgs = max(t.o.MaxMsgs, v.Most)
+	t.o.Flips += res.Flips
+	t.o.Excluded += res.Excluded
+	t.secs = append(t.secs, res.Seconds)
+	t.o.SecondsMax = max(t.o.SecondsMax, res.Seconds)
+}
+
+// cover records a run that had a result: whom it covers, its error and
+// its value.
+func (t *runTally) cover(v livegroup.Verdict, eps float64) {
+	// Until now every run with a result covered the same members (else
+	// CoverageDiffers is set already): liveMin and absent are theirs.
+	if t.covered && (v.Live != t.liveMin || len(v.Absent) != len(t.absent)) {
+		t.o.CoverageDiffers = true
+	}
+	for _, a := range v.Absent {
+		if t.covered && !t.absent[a] {
+			t.o.CoverageDiffers = true
+		}
+		t.absent[a] = true
+	}
+	t.liveMin, t.covered = min(t.liveMin, v.Live), true
+	t.identical = t.identical && v.Identical
+	if v.Worst > t.worst || math.IsNaN(v.Worst) {
+		t.worst = v.Worst
+	}
+	if v.Err == nil && !(v.Worst <= eps) {
+		t.o.WorseThanEps++
+	}
+	t.o.Result, t.o.Exact = v.Value, v.Exact
+}
+
+// finish completes the output and returns the error the verb ends with,
+// which the output carries too. The figures that need a result stay nil
+// when no run had one.
+func (t *runTally) finish(st transport.Stats, eps float64) (runOutput, error) {
+	o := t.o
+	o.dropCounts = dropsOf(st)
 	if done := len(o.PerRun); done > 0 {
-		o.Messages = float64(messages) / float64(done)
+		o.Messages = float64(t.messages) / float64(done)
 	}
-	o.Seconds = median(secs)
-	if covered {
-		o.MaxRelError, o.Identical = &worst, &identical
-		o.Live = &liveMin
+	o.Seconds = median(t.secs)
+	if t.covered {
+		o.MaxRelError, o.Identical = &t.worst, &t.identical
+		o.Live = &t.liveMin
 		o.Absent = []gossip.NodeID{}
-		for a := range absent {
+		for a := range t.absent {
 			o.Absent = append(o.Absent, a)
 		}
 		slices.Sort(o.Absent)
 	}
-	// The error the command ends with, also in the output.
-	err = nil
+	var err error
 	switch {
 	case o.Failed > 0:
-		err = fmt.Errorf("%d of %d runs failed; first: %w", o.Failed, o.Runs, firstErr)
+		err = fmt.Errorf("%d of %d runs failed; first: %w", o.Failed, o.Runs, t.firstErr)
 	case o.WorseThanEps > 0:
-		err = fmt.Errorf("%d of %d runs returned a result worse than eps %g", o.WorseThanEps, o.Runs, *eps)
+		err = fmt.Errorf("%d of %d runs returned a result worse than eps %g", o.WorseThanEps, o.Runs, eps)
 	}
-	if stopErr != nil {
+	if t.stopErr != nil {
 		if err != nil {
-			err = fmt.Errorf("%w; %w", stopErr, err)
+			err = fmt.Errorf("%w; %w", t.stopErr, err)
 		} else {
-			err = stopErr
+			err = t.stopErr
 		}
 	}
 	if err != nil {
 		o.Error = err.Error()
 	}
-	if *asJSON {
-		if werr := writeJSON(out.Stdout, sanitizeRun(o)); werr != nil && err == nil {
-			err = werr
-		}
-	} else {
-		printRun(out, o)
-	}
-	return err
+	return o, err
 }
 
 // sanitizeRun replaces an infinite error (JSON has no Inf) by MaxFloat64.

@@ -3,20 +3,18 @@ package main
 import (
 	"context"
 	"encoding/csv"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/gossipreduce/gossipreduce/algo"
-	"github.com/gossipreduce/gossipreduce/sdc"
 	"github.com/gossipreduce/gossipreduce/sdc/campaign"
 	"github.com/gossipreduce/gossipreduce/topology"
 )
 
 func init() {
-	register("sdc", "bit-flip and message-loss campaigns (thesis chapter 4) with CSV/JSON and plots", runSDC)
+	register("sdc", "bit-flip and message-loss campaigns (thesis chapter 4) with CSV/JSON and plots", simFamily, func() command { return &sdcCmd{} })
 }
 
 // sdcReport is what `gossipreduce sdc --json` prints: one object whose
@@ -41,151 +39,173 @@ type sdcReport struct {
 	Plots      []string             `json:"plots,omitempty"`
 }
 
-func runSDC(ctx context.Context, args []string, out *stdio) error {
-	fs := newFlags("sdc", out)
-	algos := fs.String("algo", "pfcc", "algorithms, comma separated: "+strings.Join(algo.Names(), ", "))
-	topo := fs.String("topology", "hypercube", "overlay: "+strings.Join(topology.Names(), "|")+"|torus:AxBxC")
-	nodes := fs.Int("nodes", 32, "number of nodes N")
-	eps := fs.Float64("eps", 1e-14, "target accuracy ε in (0, 1)")
-	bits := fs.String("bits", "0-63", "bit positions: ranges and lists, e.g. 0-63 or 20,52-62")
-	targets := fs.String("target", "value", "what to flip, comma separated: value, weight, checksum, flow, message, input")
-	runs := fs.Int("runs", 100, "runs per point (seeds seed … seed+runs-1)")
-	var seed seedFlag
-	fs.Var(&seed, "seed", "first seed (random if not given; printed)")
-	after := fs.Int("after", -1, "flip once the first node has sent this many messages (-1: 150, or 0 for rdb and for input flips of machines without input words)")
-	maxMsgs := fs.Int("max-msgs", 0, "stop a run once a node has sent this many messages (0: 500, or 1000 with --flip-rate, as the thesis)")
-	tau := fs.Float64("tau", 0, "checksum threshold of pflc and pfcc, relative (0: their default)")
-	baseline := fs.String("baseline", "ps", "algorithm run without flips for the overhead (empty: none)")
-	rate := fs.Float64("flip-rate", 0, "rate campaign: flip probability per word per message (the thesis used 1e-4)")
-	loss := fs.String("loss", "", "loss sweep: comma-separated loss rates, e.g. 0,0.01,0.1,0.2,0.5")
-	plotPath := fs.String("plot", "", "write the figure (error over bits, boxes over flips, or overhead over loss) to this .png or .svg")
-	overheadPath := fs.String("plot-overhead", "", "bit sweep: write the message overhead against the baseline to this .png or .svg")
-	workers := fs.Int("workers", 0, "parallel runs (0: all cores)")
-	asJSON := fs.Bool("json", false, "print one JSON object instead of CSV")
-	if err := parseFlags(fs, args); err != nil {
+// sdcCmd is the sdc verb: a campaign over the listed algorithms, of
+// single flips (a sweep over --flip-bit and --flip-target), of a flip
+// rate (--flip-rate), or of message loss (--loss).
+type sdcCmd struct {
+	algo                             listFlag[string]
+	group                            groupFlags
+	faults                           faultFlags
+	seed                             seedFlag
+	runs, maxMsgs, workers           int
+	tau                              float64
+	baseline, plotPath, overheadPath string
+	g                                topology.Graph // the overlay, built by check
+}
+
+func (c *sdcCmd) flags(fs *flag.FlagSet) {
+	d := familyDefaults[simFamily]
+	registerAlgo(fs, &c.algo, "sdc", d.algo)
+	c.group.register(fs, d)
+	c.faults.registerLoss(fs, "sdc")
+	c.faults.registerFlips(fs, "sdc", d)
+	deprecate(fs, "bits", "flip-bit")
+	deprecate(fs, "target", "flip-target")
+	deprecate(fs, "after", "flip-after")
+	registerRuns(fs, &c.runs, 100)
+	registerSeed(fs, &c.seed)
+	registerMaxMsgs(fs, &c.maxMsgs)
+	registerTau(fs, &c.tau)
+	registerWorkers(fs, &c.workers)
+	fs.StringVar(&c.baseline, "baseline", "ps", "algorithm run without flips for the overhead (empty: none)")
+	fs.StringVar(&c.plotPath, "plot", "", "write the figure (error over bits, boxes over flips, or overhead over loss) to this .png or .svg")
+	fs.StringVar(&c.overheadPath, "plot-overhead", "", "bit sweep: write the message overhead against the baseline to this .png or .svg")
+}
+
+func (c *sdcCmd) check() error {
+	err := firstError(c.group.check(), checkCount("runs", c.runs, 1), checkCount("workers", c.workers, 0), checkCount("max-msgs", c.maxMsgs, 0),
+		c.faults.check(c.group.nodes))
+	if err != nil {
 		return err
 	}
-	if err := checkEps(*eps); err != nil {
+	if !(c.tau >= 0) {
+		return usagef("--tau %v must be ≥ 0", c.tau)
+	}
+	if c.g, err = c.group.overlay(c.group.nodes); err != nil {
 		return err
 	}
-	if *runs < 1 || *nodes < 1 || *workers < 0 || *maxMsgs < 0 {
-		return usagef("--runs, --nodes must be positive, --workers and --max-msgs not negative")
-	}
-	if !(*tau >= 0) {
-		return usagef("--tau %v must be ≥ 0", *tau)
-	}
-	names := splitList(*algos)
-	for _, a := range names {
-		if _, err := algo.Lookup(a); err != nil {
-			return fmt.Errorf("%w: %w", errUsage, err)
+	switch c.mode() {
+	case "rate":
+		if len(c.faults.flipTarget.vals) != 1 {
+			return usagef("--flip-rate takes one --flip-target")
+		}
+		if _, _, ok := bitRange(c.faults.flipBit.text); !ok {
+			return usagef("--flip-rate takes one bit range, e.g. --flip-bit 0-63")
+		}
+	case "bits":
+		if c.overheadPath != "" && c.baseline == "" {
+			return usagef("--plot-overhead needs a --baseline")
 		}
 	}
-	g, err := topology.Parse(*topo, *nodes)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+	return nil
+}
+
+// mode is the campaign the flags ask for: loss, rate or bits.
+func (c *sdcCmd) mode() string {
+	switch {
+	case c.faults.loss.given:
+		return "loss"
+	case c.faults.flipRate > 0:
+		return "rate"
 	}
-	s := seed.value()
+	return "bits"
+}
+
+func (c *sdcCmd) exec(ctx context.Context, out *stdio) error {
+	s := c.seed.value()
 	fmt.Fprintf(out.Stderr, "sdc: seed %d (replay a run with --seed S --runs 1)\n", s)
 	prog := newProgress(out, "sdc runs")
 	common := campaign.Common{
-		Algorithms: names, Overlay: g, Epsilon: *eps, Runs: *runs, Seed: s,
-		MaxMsgs: *maxMsgs, Tau: *tau, Workers: *workers, Progress: prog.update,
+		Algorithms: c.algo.vals, Overlay: c.g, Epsilon: c.group.eps, Runs: c.runs, Seed: s,
+		MaxMsgs: c.maxMsgs, Tau: c.tau, Workers: c.workers, Progress: prog.update,
 	}
-	rep := sdcReport{Algorithms: names, Topology: g.Name(), Nodes: g.Len(), Eps: *eps, Runs: *runs, Seed: s, Tau: *tau}
+	rep := sdcReport{Mode: c.mode(), Algorithms: c.algo.vals, Topology: c.g.Name(), Nodes: c.g.Len(), Eps: c.group.eps, Runs: c.runs, Seed: s, Tau: c.tau}
 	start := time.Now()
-	switch {
-	case *loss != "":
-		rates, err := parseFloats(*loss)
-		if err != nil {
-			return err
-		}
-		if common.MaxMsgs == 0 {
-			common.MaxMsgs = 2000 // loss rates up to 50 % need room
-		}
-		c := campaign.Loss{Common: common, Rates: rates}
-		rep.Mode, rep.MaxMsgs = "loss", common.MaxMsgs
-		if rep.Loss, err = c.Run(ctx); err != nil {
-			return err
-		}
-		if *plotPath != "" {
-			title := fmt.Sprintf("message loss, %s %d nodes, eps %g, %d runs", g.Name(), g.Len(), *eps, *runs)
-			if err := campaign.PlotLoss(rep.Loss, title, *plotPath); err != nil {
-				return err
-			}
-			rep.Plots = append(rep.Plots, *plotPath)
-		}
-	case *rate > 0:
-		ts, err := parseTargets(*targets)
-		if err != nil {
-			return err
-		}
-		if len(ts) != 1 {
-			return usagef("--flip-rate takes one --target")
-		}
-		if common.MaxMsgs == 0 {
-			common.MaxMsgs = 1000
-		}
-		c := campaign.Rates{Common: common, Rate: *rate, Target: ts[0], Lo: 0, Hi: 63}
-		if lo, hi, ok := bitRange(*bits); ok {
-			c.Lo, c.Hi = lo, hi
-		} else {
-			return usagef("--flip-rate takes one bit range, e.g. --bits 0-63")
-		}
-		rep.Mode, rep.MaxMsgs = "rate", common.MaxMsgs
-		rep.Injector = fmt.Sprintf("rate(p=%g target=%s bits=%d-%d)", *rate, ts[0], c.Lo, c.Hi)
-		if rep.RateRuns, err = c.Run(ctx); err != nil {
-			return err
-		}
-		if *plotPath != "" {
-			title := fmt.Sprintf("flip rate %g per word per message, %s %d nodes, eps %g", *rate, g.Name(), g.Len(), *eps)
-			if err := campaign.PlotRates(rep.RateRuns, title, *plotPath); err != nil {
-				return err
-			}
-			rep.Plots = append(rep.Plots, *plotPath)
-		}
+	var err error
+	switch rep.Mode {
+	case "loss":
+		err = c.lossSweep(ctx, common, &rep)
+	case "rate":
+		err = c.rateCampaign(ctx, common, &rep)
 	default:
-		ts, err := parseTargets(*targets)
-		if err != nil {
-			return err
-		}
-		bs, err := parseBits(*bits)
-		if err != nil {
-			return err
-		}
-		if common.MaxMsgs == 0 {
-			common.MaxMsgs = 500
-		}
-		sw := campaign.Sweep{Common: common, Bits: bs, Targets: ts, After: *after, Baseline: *baseline}
-		rep.Mode, rep.MaxMsgs = "bits", common.MaxMsgs
-		res, err := sw.Run(ctx)
-		if err != nil {
-			return err
-		}
-		rep.Points, rep.Baseline = res.Points, res.Baseline
-		title := fmt.Sprintf("single flips, %s %d nodes, eps %g, %d runs per point", g.Name(), g.Len(), *eps, *runs)
-		if *plotPath != "" {
-			if err := campaign.PlotErrors(rep.Points, *eps, title, *plotPath); err != nil {
-				return err
-			}
-			rep.Plots = append(rep.Plots, *plotPath)
-		}
-		if *overheadPath != "" {
-			if res.Baseline == nil {
-				return usagef("--plot-overhead needs a --baseline")
-			}
-			if err := campaign.PlotOverhead(rep.Points, *res.Baseline, title, *overheadPath); err != nil {
-				return err
-			}
-			rep.Plots = append(rep.Plots, *overheadPath)
-		}
+		err = c.bitSweep(ctx, common, &rep)
+	}
+	if err != nil {
+		return err
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	fmt.Fprintf(out.Stderr, "sdc: %.1f s\n", rep.Seconds)
-	if *asJSON {
-		return writeJSON(out.Stdout, rep)
-	}
-	return writeSDCCSV(out.Stdout, rep)
+	return out.print(rep)
 }
+
+// lossSweep runs the loss campaign into rep.
+func (c *sdcCmd) lossSweep(ctx context.Context, common campaign.Common, rep *sdcReport) error {
+	if common.MaxMsgs == 0 {
+		common.MaxMsgs = 2000 // loss rates up to 50 % need room
+	}
+	rep.MaxMsgs = common.MaxMsgs
+	sweep := campaign.Loss{Common: common, Rates: c.faults.loss.vals}
+	var err error
+	if rep.Loss, err = sweep.Run(ctx); err != nil {
+		return err
+	}
+	title := fmt.Sprintf("message loss, %s %d nodes, eps %g, %d runs", c.g.Name(), c.g.Len(), c.group.eps, c.runs)
+	return c.plot(rep, c.plotPath, func(path string) error { return campaign.PlotLoss(rep.Loss, title, path) })
+}
+
+// rateCampaign runs the flip rate campaign into rep.
+func (c *sdcCmd) rateCampaign(ctx context.Context, common campaign.Common, rep *sdcReport) error {
+	if common.MaxMsgs == 0 {
+		common.MaxMsgs = 1000
+	}
+	target, rate := c.faults.flipTarget.one(), c.faults.flipRate
+	lo, hi, _ := bitRange(c.faults.flipBit.text)
+	rep.MaxMsgs = common.MaxMsgs
+	rep.Injector = fmt.Sprintf("rate(p=%g target=%s bits=%d-%d)", rate, target, lo, hi)
+	rates := campaign.Rates{Common: common, Rate: rate, Target: target, Lo: lo, Hi: hi}
+	var err error
+	if rep.RateRuns, err = rates.Run(ctx); err != nil {
+		return err
+	}
+	title := fmt.Sprintf("flip rate %g per word per message, %s %d nodes, eps %g", rate, c.g.Name(), c.g.Len(), c.group.eps)
+	return c.plot(rep, c.plotPath, func(path string) error { return campaign.PlotRates(rep.RateRuns, title, path) })
+}
+
+// bitSweep runs the single flips of every bit and target into rep.
+func (c *sdcCmd) bitSweep(ctx context.Context, common campaign.Common, rep *sdcReport) error {
+	if common.MaxMsgs == 0 {
+		common.MaxMsgs = 500
+	}
+	rep.MaxMsgs = common.MaxMsgs
+	sw := campaign.Sweep{Common: common, Bits: c.faults.flipBit.vals, Targets: c.faults.flipTarget.vals, After: c.faults.flipAfter, Baseline: c.baseline}
+	res, err := sw.Run(ctx)
+	if err != nil {
+		return err
+	}
+	rep.Points, rep.Baseline = res.Points, res.Baseline
+	title := fmt.Sprintf("single flips, %s %d nodes, eps %g, %d runs per point", c.g.Name(), c.g.Len(), c.group.eps, c.runs)
+	if err := c.plot(rep, c.plotPath, func(path string) error { return campaign.PlotErrors(rep.Points, c.group.eps, title, path) }); err != nil {
+		return err
+	}
+	if res.Baseline == nil {
+		return nil
+	}
+	return c.plot(rep, c.overheadPath, func(path string) error { return campaign.PlotOverhead(rep.Points, *res.Baseline, title, path) })
+}
+
+// plot draws a figure to path, if one is asked for, and lists it in rep.
+func (c *sdcCmd) plot(rep *sdcReport, path string, draw func(string) error) error {
+	if path == "" {
+		return nil
+	}
+	if err := draw(path); err != nil {
+		return err
+	}
+	rep.Plots = append(rep.Plots, path)
+	return nil
+}
+
+func (rep sdcReport) text(w io.Writer) error { return writeSDCCSV(w, rep) }
 
 func writeSDCCSV(w io.Writer, rep sdcReport) error {
 	cw := csv.NewWriter(w)
@@ -212,72 +232,4 @@ func writeSDCCSV(w io.Writer, rep sdcReport) error {
 	}
 	cw.Flush()
 	return cw.Error()
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func parseTargets(s string) ([]sdc.Target, error) {
-	var out []sdc.Target
-	for _, f := range splitList(s) {
-		t, err := sdc.ParseTarget(f)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errUsage, err)
-		}
-		out = append(out, t)
-	}
-	if len(out) == 0 {
-		return nil, usagef("--target is empty")
-	}
-	return out, nil
-}
-
-// parseBits reads "0-63" or "3,20-22".
-func parseBits(s string) ([]int, error) {
-	var out []int
-	for _, f := range splitList(s) {
-		lo, hi, ok := bitRange(f)
-		if !ok {
-			return nil, usagef("--bits %q: want bit positions 0-63, e.g. 0-63 or 20,52-62", f)
-		}
-		for b := lo; b <= hi; b++ {
-			out = append(out, b)
-		}
-	}
-	if len(out) == 0 {
-		return nil, usagef("--bits is empty")
-	}
-	return out, nil
-}
-
-func bitRange(f string) (lo, hi int, ok bool) {
-	a, b, isRange := strings.Cut(f, "-")
-	lo, err1 := strconv.Atoi(a)
-	hi, err2 := lo, error(nil)
-	if isRange {
-		hi, err2 = strconv.Atoi(b)
-	}
-	return lo, hi, err1 == nil && err2 == nil && lo >= 0 && hi <= 63 && lo <= hi
-}
-
-func parseFloats(s string) ([]float64, error) {
-	var out []float64
-	for _, f := range splitList(s) {
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil {
-			return nil, usagef("--loss %q: want numbers", f)
-		}
-		if err := checkProb("loss", v, 1); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,18 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func runVerb(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var o, e bytes.Buffer
-	code := run(context.Background(), args, &stdio{Stdout: &o, Stderr: &e})
-	return code, o.String(), e.String()
-}
-
 func TestSDCBitSweepJSONAndPlots(t *testing.T) {
 	dir := t.TempDir()
 	png, svg := filepath.Join(dir, "e.png"), filepath.Join(dir, "o.svg")
-	code, out, errOut := runVerb(t, "sdc", "--algo", "pf,pfcc", "--nodes", "16", "--bits", "30,62", "--runs", "3",
-		"--seed", "5", "--after", "40", "--eps", "1e-12", "--json", "--plot", png, "--plot-overhead", svg)
+	code, out, errOut := runCLI(t, "sdc", "--algo", "pf,pfcc", "--nodes", "16", "--flip-bit", "30,62", "--runs", "3",
+		"--seed", "5", "--flip-after", "40", "--eps", "1e-12", "--json", "--plot", png, "--plot-overhead", svg)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "seed 5")
 	var rep struct {
@@ -60,14 +51,14 @@ func TestSDCBitSweepJSONAndPlots(t *testing.T) {
 }
 
 func TestSDCCSVRateAndLoss(t *testing.T) {
-	code, out, errOut := runVerb(t, "sdc", "--algo", "pfcc", "--nodes", "8", "--runs", "2", "--seed", "1",
-		"--flip-rate", "1e-3", "--target", "flow", "--eps", "1e-10")
+	code, out, errOut := runCLI(t, "sdc", "--algo", "pfcc", "--nodes", "8", "--runs", "2", "--seed", "1",
+		"--flip-rate", "1e-3", "--flip-target", "flow", "--eps", "1e-10")
 	require.Equal(t, 0, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	assert.Equal(t, "algo,seed,flips,converged,max_rel_error,max_msgs,mean_msgs", lines[0])
 	assert.Len(t, lines, 3)
 
-	code, out, errOut = runVerb(t, "sdc", "--algo", "pf", "--nodes", "8", "--runs", "2", "--seed", "1",
+	code, out, errOut = runCLI(t, "sdc", "--algo", "pf", "--nodes", "8", "--runs", "2", "--seed", "1",
 		"--loss", "0.2", "--eps", "1e-10")
 	require.Equal(t, 0, code, errOut)
 	lines = strings.Split(strings.TrimSpace(out), "\n")
@@ -78,13 +69,38 @@ func TestSDCCSVRateAndLoss(t *testing.T) {
 func TestSDCBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"sdc", "--algo", "nope"},
-		{"sdc", "--bits", "70"},
-		{"sdc", "--target", "heap"},
+		{"sdc", "--flip-bit", "70"},
+		{"sdc", "--flip-bit", "-1"},
+		{"sdc", "--flip-target", "heap"},
 		{"sdc", "--eps", "2"},
 		{"sdc", "--loss", "1.5"},
-		{"sdc", "--flip-rate", "1e-4", "--target", "value,weight"},
+		{"sdc", "--flip-rate", "1e-4", "--flip-target", "value,weight"},
+		{"sdc", "--flip-rate", "1e-4", "--flip-bit", "3,5"},
+		{"sdc", "--plot-overhead", "o.svg", "--baseline", ""},
 	} {
-		code, _, _ := runVerb(t, args...)
+		code, _, _ := runCLI(t, args...)
 		assert.Equal(t, 2, code, "%v", args)
 	}
+}
+
+// TestSDCDeprecatedNames: the names sdc had before the flags were shared
+// (--bits, --target, --after) still work, each saying once on stderr that
+// it is deprecated, and give the same campaign as the new names.
+func TestSDCDeprecatedNames(t *testing.T) {
+	common := []string{"sdc", "--algo", "pfcc", "--nodes", "8", "--runs", "2", "--seed", "3", "--eps", "1e-10", "--json"}
+	code, old, stderr := runCLI(t, append(common, "--bits", "62", "--target", "flow", "--after", "5")...)
+	require.Equal(t, 0, code, stderr)
+	for _, name := range []string{"bits", "target", "after"} {
+		assert.Equal(t, 1, strings.Count(stderr, "--"+name+" is deprecated"), name)
+	}
+	assert.Contains(t, stderr, "gossipreduce: --bits is deprecated; use --flip-bit\n")
+	code, now, stderr := runCLI(t, append(common, "--flip-bit", "62", "--flip-target", "flow", "--flip-after", "5")...)
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stderr, "deprecated")
+	var a, b map[string]any
+	require.NoError(t, json.Unmarshal([]byte(old), &a))
+	require.NoError(t, json.Unmarshal([]byte(now), &b))
+	delete(a, "seconds")
+	delete(b, "seconds")
+	assert.Equal(t, b, a)
 }

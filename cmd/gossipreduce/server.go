@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
 	"log/slog"
 
@@ -11,42 +11,50 @@ import (
 )
 
 func init() {
-	register("server", "run the embedded NATS server on a loopback port", runServer)
+	register("server", "run the embedded NATS server on a loopback port", serverFamily, func() command { return &serverCmd{} })
 }
 
-// runServer starts the embedded NATS server, prints its client URL, and
+// serverCmd starts the embedded NATS server, prints its client URL, and
 // serves until ctx ends (SIGINT or SIGTERM), so that a multi-process run
 // needs nothing else installed.
-func runServer(ctx context.Context, args []string, out *stdio) error {
-	fs := newFlags("server", out)
-	port := fs.Int("port", 4222, "TCP port on 127.0.0.1 (0 picks a free one)")
-	token := fs.String("token", "", "require this token from clients")
-	user := fs.String("user", "", "require this user name from clients (with --password)")
-	password := fs.String("password", "", "the password of --user (visible in the process list)")
-	tlsCert := fs.String("tls-cert", "", "PEM server certificate: require TLS (with --tls-key)")
-	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
-	tlsCA := fs.String("tls-ca", "", "PEM CA file: require client certificates signed by it (with --tls-cert)")
-	verbose := fs.Bool("v", false, "log the server's messages to stderr")
-	asJSON := fs.Bool("json", false, `print {"url": …} instead of text`)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *port < 0 || *port > 65535 {
-		return usagef("--port %d outside 0…65535", *port)
-	}
+type serverCmd struct {
+	port                   int
+	token, user, password  string
+	tlsCert, tlsKey, tlsCA string
+	verbose                bool
+}
+
+func (c *serverCmd) flags(fs *flag.FlagSet) {
+	fs.IntVar(&c.port, "port", 4222, "TCP port on 127.0.0.1 (0 picks a free one)")
+	fs.StringVar(&c.token, "token", "", "require this token from clients")
+	fs.StringVar(&c.user, "user", "", "require this user name from clients (with --password)")
+	fs.StringVar(&c.password, "password", "", "the password of --user (visible in the process list)")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM server certificate: require TLS (with --tls-key)")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "PEM CA file: require client certificates signed by it (with --tls-cert)")
+	fs.BoolVar(&c.verbose, "v", false, "log the server's messages to stderr")
+}
+
+func (c *serverCmd) check() error {
 	switch {
-	case *token != "" && *user != "":
+	case c.port < 0 || c.port > 65535:
+		return usagef("--port %d outside 0…65535", c.port)
+	case c.token != "" && c.user != "":
 		return usagef("--token or --user, not both")
-	case (*user == "") != (*password == ""):
+	case (c.user == "") != (c.password == ""):
 		return usagef("--user and --password go together")
-	case (*tlsCert == "") != (*tlsKey == ""):
+	case (c.tlsCert == "") != (c.tlsKey == ""):
 		return usagef("--tls-cert and --tls-key go together")
-	case *tlsCA != "" && *tlsCert == "":
+	case c.tlsCA != "" && c.tlsCert == "":
 		return usagef("--tls-ca needs --tls-cert and --tls-key")
 	}
-	opts := natsserver.EmbeddedOptions{Port: *port, Token: *token, User: *user, Password: *password,
-		TLS: transport.TLSFiles{Cert: *tlsCert, Key: *tlsKey, CA: *tlsCA}}
-	if *verbose {
+	return nil
+}
+
+func (c *serverCmd) exec(ctx context.Context, out *stdio) error {
+	opts := natsserver.EmbeddedOptions{Port: c.port, Token: c.token, User: c.user, Password: c.password,
+		TLS: transport.TLSFiles{Cert: c.tlsCert, Key: c.tlsKey, CA: c.tlsCA}}
+	if c.verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(out.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	srv, err := natsserver.StartEmbedded(ctx, opts)
@@ -56,8 +64,9 @@ func runServer(ctx context.Context, args []string, out *stdio) error {
 	defer srv.Shutdown()
 
 	url := srv.ClientURL()
-	if *asJSON {
-		err = json.NewEncoder(out.Stdout).Encode(struct {
+	if out.json {
+		// One line: a script reads it to learn where the server listens.
+		err = writeJSONLine(out.Stdout, struct {
 			URL string `json:"url"`
 		}{url})
 	} else {

@@ -4,26 +4,70 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/member/simnet"
 )
 
-// runtimeSimFlags are the sim flags that --runtime uses.
+// runtimeSimFlags are the flags of sim --runtime of its own.
 type runtimeSimFlags struct {
-	algo, topo  string
-	nodes, runs int
-	eps, loss   float64
-	crash, slow float64
-	slowBy      float64
-	pause       time.Duration
-	window      time.Duration
-	json        bool
-	seed        *seedFlag
+	on            bool
+	slow, slowBy  float64
+	pause, window time.Duration
+}
+
+func (f *runtimeSimFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.on, "runtime", false, "simulate the live runtime (package member: failure detection, certificate, take-over, result broadcast) instead of the algorithm alone, "+
+		"at the runtime's ε 1e-9 unless --eps is given")
+	fs.Float64Var(&f.slow, "slow", 0, "with --runtime: share of the members that are starved (slowed and paused once)")
+	fs.Float64Var(&f.slowBy, "slow-factor", 10, "with --runtime: how many times slower a starved member handles each event")
+	fs.DurationVar(&f.pause, "pause", 0, "with --runtime: how long a starved member stops once (0: a fifth of the suspect timeout)")
+	fs.DurationVar(&f.window, "window", 30*time.Millisecond, "with --runtime: crashes and pauses fall at moments drawn from this first stretch of each operation "+
+		"(a fault-free exchange of 64 members takes about 0.4 ms, PFCC of 1,024 about 20 ms)")
+}
+
+// check refuses the algorithm simulator's flags and checks the runtime's.
+func (f *runtimeSimFlags) check(set map[string]bool) error {
+	var stray []string
+	for name := range set {
+		if !slices.Contains(runtimeFlags, name) {
+			stray = append(stray, "--"+name)
+		}
+	}
+	if len(stray) > 0 {
+		slices.Sort(stray)
+		return usagef("%s: not used by --runtime (it takes %s)", strings.Join(stray, ", "), "--"+strings.Join(runtimeFlags, ", --"))
+	}
+	if err := checkProb("slow", f.slow, 1); err != nil {
+		return err
+	}
+	switch {
+	case !(f.slowBy >= 1) || math.IsInf(f.slowBy, 1):
+		return usagef("--slow-factor %v must be at least 1", f.slowBy)
+	case f.pause < 0:
+		return usagef("--pause %v must be ≥ 0", f.pause)
+	case f.window <= 0:
+		return usagef("--window %v must be > 0", f.window)
+	}
+	return nil
+}
+
+// notGiven refuses the runtime's flags without --runtime.
+func (f *runtimeSimFlags) notGiven(set map[string]bool) error {
+	var only []string
+	for _, name := range []string{"pause", "slow", "slow-factor", "window"} {
+		if set[name] {
+			only = append(only, "--"+name)
+		}
+	}
+	if len(only) > 0 {
+		return usagef("%s: needs --runtime", strings.Join(only, ", "))
+	}
+	return nil
 }
 
 // runtimeSimOutput is the JSON of sim --runtime (field names are a
@@ -43,58 +87,28 @@ type runtimeSimOutput struct {
 	simnet.MeasureReport
 	WallSeconds float64 `json:"wall_seconds"`
 	Replay      string  `json:"replay"`
+
+	slowBy float64       // for the text
+	window time.Duration // for the text
 }
 
 // runtimeFlags are the flags sim --runtime takes;
 // the others describe the algorithm-only simulator and are refused.
 var runtimeFlags = []string{"algo", "topology", "nodes", "eps", "runs", "loss", "crash", "slow", "slow-factor", "pause", "window", "json", "seed", "runtime", "quiet"}
 
-func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runtimeSimFlags, out *stdio) error {
-	var stray []string
-	epsSet, algoSet := false, false
-	fs.Visit(func(fl *flag.Flag) {
-		epsSet = epsSet || fl.Name == "eps"
-		algoSet = algoSet || fl.Name == "algo"
-		if !slices.Contains(runtimeFlags, fl.Name) {
-			stray = append(stray, "--"+fl.Name)
-		}
-	})
-	if len(stray) > 0 { // Visit goes in lexical order
-		return usagef("%s: not used by --runtime (it takes %s)", strings.Join(stray, ", "), "--"+strings.Join(runtimeFlags, ", --"))
-	}
-	if !algoSet {
-		f.algo = "pfcc" // the runtime's default, not the algorithm simulator's
-	}
-	if _, err := algo.Lookup(f.algo); err != nil {
-		return usagef("%v", err)
-	}
-	if err := checkProb("slow", f.slow, 1); err != nil {
-		return err
-	}
-	if !(f.slowBy >= 1) || math.IsInf(f.slowBy, 1) {
-		return usagef("--slow-factor %v must be at least 1", f.slowBy)
-	}
-	if f.pause < 0 {
-		return usagef("--pause %v must be ≥ 0", f.pause)
-	}
-	if f.window <= 0 {
-		return usagef("--window %v must be > 0", f.window)
-	}
-	crash := f.crash
-	if crash >= 1 {
-		crash /= float64(f.nodes)
-	}
+func (c *simCmd) execRuntime(ctx context.Context, out *stdio) error {
+	n, f := c.group.nodes, &c.runtime
+	crash := c.faults.crash.share(n)
 	cfg := simnet.MeasureConfig{
-		Net:  simnet.Config{Nodes: f.nodes, Topology: f.topo, Algorithm: f.algo, Loss: f.loss},
-		Runs: f.runs, Crash: crash, Slow: f.slow, SlowFactor: f.slowBy, Pause: f.pause,
-		Window: f.window,
+		Net:  simnet.Config{Nodes: n, Topology: c.group.topology, Algorithm: c.algo.one(), Loss: c.faults.loss.one()},
+		Runs: c.runs, Crash: crash, Slow: f.slow, SlowFactor: f.slowBy, Pause: f.pause, Window: f.window,
 	}
-	if epsSet {
-		cfg.Net.Epsilon = f.eps // else the runtime's default, not the simulator's
+	eps := familyDefaults[liveFamily].eps // the runtime's, which simnet applies
+	if c.set["eps"] {
+		cfg.Net.Epsilon, eps = c.group.eps, c.group.eps
 	}
-	seedGiven := f.seed.set
-	cfg.Net.Seed = f.seed.value()
-	if f.runs > 1 {
+	cfg.Net.Seed = c.seed.value()
+	if c.runs > 1 {
 		cfg.Progress = newProgress(out, "sim --runtime").update
 	}
 	start := time.Now()
@@ -102,30 +116,24 @@ func runRuntimeSim(ctx context.Context, fs *flag.FlagSet, args []string, f runti
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	replay := "gossipreduce sim " + strings.Join(args, " ")
-	if !seedGiven {
-		replay += fmt.Sprintf(" --seed %d", cfg.Net.Seed)
-	}
-	o := runtimeSimOutput{
-		Algo: f.algo, Topology: f.topo, Nodes: f.nodes, Mode: "runtime", Eps: f.eps, Loss: f.loss,
+	return out.print(runtimeSimOutput{
+		Algo: c.algo.one(), Topology: c.group.topology, Nodes: n, Mode: "runtime", Eps: eps, Loss: cfg.Net.Loss,
 		Crash: crash, Slow: f.slow, WindowMS: float64(f.window) / float64(time.Millisecond), Seed: cfg.Net.Seed, LastSeed: cfg.Net.Seed + uint64(rep.Runs) - 1,
-		MeasureReport: rep, WallSeconds: time.Since(start).Seconds(), Replay: replay,
-	}
-	if !epsSet {
-		o.Eps = 1e-9
-	}
-	if f.json {
-		return writeJSON(out.Stdout, o)
-	}
-	fmt.Fprintf(out.Stdout, "runtime of %s on %s, %d members, eps %g, %d run(s), seeds %d…%d\n",
+		MeasureReport: rep, WallSeconds: time.Since(start).Seconds(), Replay: replayLine("sim", c.fs, cfg.Net.Seed),
+		slowBy: f.slowBy, window: f.window,
+	})
+}
+
+func (o runtimeSimOutput) text(w io.Writer) error {
+	fmt.Fprintf(w, "runtime of %s on %s, %d members, eps %g, %d run(s), seeds %d…%d\n",
 		o.Algo, o.Topology, o.Nodes, o.Eps, o.Runs, o.Seed, o.LastSeed)
-	fmt.Fprintf(out.Stdout, "  faults           crash %g, slow %g (×%g, paused once), loss %g, within the first %v\n", o.Crash, o.Slow, f.slowBy, o.Loss, f.window)
-	fmt.Fprintf(out.Stdout, "  failed           %d of %d runs (%d members)\n", o.Failed, o.Runs, o.FailedMembers)
-	fmt.Fprintf(out.Stdout, "  wrong            %d\n", o.Wrong)
-	fmt.Fprintf(out.Stdout, "  false deaths     %d\n", o.FalseDeaths)
-	fmt.Fprintf(out.Stdout, "  msgs/member      %.1f (mean), %d (most by one)\n", o.MsgsPerNode, o.MaxMsgs)
-	fmt.Fprintf(out.Stdout, "  time             %.0f L (%.2f ms simulated, L = %g µs)\n", o.TimeL, o.TimeMS, o.LatencyUS)
-	fmt.Fprintf(out.Stdout, "  wall             %.1f s\n", o.WallSeconds)
-	fmt.Fprintf(out.Stdout, "  replay with      %s\n", o.Replay)
-	return nil
+	fmt.Fprintf(w, "  faults           crash %g, slow %g (×%g, paused once), loss %g, within the first %v\n", o.Crash, o.Slow, o.slowBy, o.Loss, o.window)
+	fmt.Fprintf(w, "  failed           %d of %d runs (%d members)\n", o.Failed, o.Runs, o.FailedMembers)
+	fmt.Fprintf(w, "  wrong            %d\n", o.Wrong)
+	fmt.Fprintf(w, "  false deaths     %d\n", o.FalseDeaths)
+	fmt.Fprintf(w, "  msgs/member      %.1f (mean), %d (most by one)\n", o.MsgsPerNode, o.MaxMsgs)
+	fmt.Fprintf(w, "  time             %.0f L (%.2f ms simulated, L = %g µs)\n", o.TimeL, o.TimeMS, o.LatencyUS)
+	fmt.Fprintf(w, "  wall             %.1f s\n", o.WallSeconds)
+	_, err := fmt.Fprintf(w, "  replay with      %s\n", o.Replay)
+	return err
 }

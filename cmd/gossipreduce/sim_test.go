@@ -76,9 +76,9 @@ func TestSimWithoutSeedPrintsOne(t *testing.T) {
 }
 
 func TestSimFaultFlags(t *testing.T) {
-	obj := jsonObject(t, "sim", "--nodes", "32", "--eps", "1e-9", "--seed", "3", "--dead", "2", "--json")
+	obj := jsonObject(t, "sim", "--algo", "ps", "--nodes", "32", "--eps", "1e-9", "--seed", "3", "--dead", "2", "--json")
 	assert.Equal(t, 1.0, obj["converged"], "dead nodes excluded at once: Push-Sum computes the survivors' average")
-	obj = jsonObject(t, "sim", "--nodes", "32", "--eps", "1e-9", "--seed", "3", "--loss", "0.1", "--max-msgs", "300", "--json")
+	obj = jsonObject(t, "sim", "--algo", "ps", "--nodes", "32", "--eps", "1e-9", "--seed", "3", "--loss", "0.1", "--max-msgs", "300", "--json")
 	assert.Equal(t, 0.0, obj["converged"], "Push-Sum loses mass with the messages")
 	assert.Positive(t, obj["lost"].(float64))
 	obj = jsonObject(t, "sim", "--algo", "rdb", "--topology", "complete", "--nodes", "100", "--eps", "1e-13", "--seed", "3", "--json")

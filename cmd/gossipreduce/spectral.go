@@ -2,9 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,7 +12,7 @@ import (
 )
 
 func init() {
-	register("spectral", "spectral gap and predicted Push-Sum rounds of an overlay", runSpectral)
+	register("spectral", "spectral gap and predicted Push-Sum rounds of an overlay", simFamily, func() command { return &spectralCmd{} })
 }
 
 // spectralReport is what `gossipreduce spectral --json` prints. lambda2,
@@ -35,48 +34,57 @@ type spectralReport struct {
 	Warning             string   `json:"warning,omitempty"`
 }
 
-func runSpectral(ctx context.Context, args []string, out *stdio) error {
-	fs := newFlags("spectral", out)
-	topo := fs.String("topology", "hypercube", "overlay: "+strings.Join(topology.Names(), "|")+"|torus:AxBxC")
-	nodes := fs.Int("nodes", 0, "number of nodes N (required, except for torus:AxBxC, where it defaults to the product of the sides)")
-	eps := fs.Float64("eps", 1e-14, "target accuracy ε in (0, 1) for predicted_rounds (the thesis models were fitted at 1e-14)")
-	method := fs.String("method", "auto", "auto (closed form where known, else numeric), closed-form, or numeric (dense, N ≤ "+strconv.Itoa(topology.MaxDenseNodes)+")")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, args); err != nil {
+type spectralCmd struct {
+	group  groupFlags
+	method string
+	fs     *flag.FlagSet
+	g      topology.Graph // the overlay, built by check
+}
+
+func (c *spectralCmd) flags(fs *flag.FlagSet) {
+	c.fs = fs
+	c.group.register(fs, familyDefaults[simFamily])
+	fs.StringVar(&c.method, "method", "auto", "auto (closed form where known, else numeric), closed-form, or numeric (dense, N ≤ "+strconv.Itoa(topology.MaxDenseNodes)+")")
+}
+
+func (c *spectralCmd) check() error {
+	if err := c.group.check(); err != nil {
 		return err
 	}
-	if math.IsNaN(*eps) || *eps <= 0 || *eps >= 1 {
-		return usagef("--eps %v must be in (0, 1)", *eps)
+	if c.method != "auto" && c.method != topology.MethodClosedForm && c.method != topology.MethodNumeric {
+		return usagef("--method %q: want auto, closed-form or numeric", c.method)
 	}
-	if *method != "auto" && *method != topology.MethodClosedForm && *method != topology.MethodNumeric {
-		return usagef("--method %q: want auto, closed-form or numeric", *method)
+	n := c.group.nodes
+	if strings.Contains(c.group.topology, ":") && !given(c.fs)["nodes"] {
+		n = 0 // torus:AxBxC has A·B·C nodes
 	}
-	if *nodes == 0 && !strings.Contains(*topo, ":") {
-		return usagef("--nodes is required for --topology %s", *topo)
-	}
-	g, err := topology.Parse(*topo, *nodes)
+	g, err := c.group.overlay(n)
 	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return err
 	}
-
-	cf, haveCF := topology.ClosedForm(g)
-	var s topology.Spectral
-	switch {
-	case *method == topology.MethodClosedForm && !haveCF:
+	if _, ok := topology.ClosedForm(g); c.method == topology.MethodClosedForm && !ok {
 		return usagef("%s has no closed form; use --method numeric or auto", g.Name())
-	case *method == topology.MethodClosedForm, *method == "auto" && haveCF:
-		s = cf
-	default:
+	}
+	c.g = g
+	return nil
+}
+
+func (c *spectralCmd) exec(ctx context.Context, out *stdio) error {
+	g := c.g
+	cf, haveCF := topology.ClosedForm(g)
+	s := cf
+	if c.method == topology.MethodNumeric || !haveCF {
+		var err error
 		if s, err = numericSpectrum(ctx, g); err != nil {
 			return err
 		}
 	}
-	rounds, err := s.Rounds(g.Len(), *eps)
+	rounds, err := s.Rounds(g.Len(), c.group.eps)
 	if err != nil {
 		return err
 	}
 	rep := spectralReport{
-		Topology: g.Name(), Nodes: g.Len(), Eps: *eps, Method: s.Method,
+		Topology: g.Name(), Nodes: g.Len(), Eps: c.group.eps, Method: s.Method,
 		Lambda2: s.Lambda2, SpectralGap: s.Gap, PredictedRounds: rounds,
 	}
 	if haveCF {
@@ -91,10 +99,8 @@ func runSpectral(ctx context.Context, args []string, out *stdio) error {
 		rep.Warning = g.Name() + " is not strongly connected: some nodes never receive or never send, " +
 			"so averaging does not converge at every node; predicted_rounds is how fast mass drains into the sink, not a convergence time"
 	}
-
-	if *asJSON {
-		enc := json.NewEncoder(out.Stdout)
-		return enc.Encode(rep)
+	if out.json {
+		return writeJSON(out.Stdout, rep)
 	}
 	return printSpectral(out, rep)
 }

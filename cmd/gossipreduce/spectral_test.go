@@ -91,6 +91,16 @@ func TestSpectralTorusSidesNeedNoNodes(t *testing.T) {
 	assert.Equal(t, "torus:8x8x8", obj["topology"])
 }
 
+// TestSpectralDefaultsAreTheSimulatedVerbs: without flags, spectral
+// models the overlay the other simulated verbs run, the thesis's 32-node
+// hypercube at ε 1e-14.
+func TestSpectralDefaultsAreTheSimulatedVerbs(t *testing.T) {
+	obj := spectralJSON(t)
+	assert.Equal(t, "hypercube", obj["topology"])
+	assert.Equal(t, 32.0, obj["nodes"])
+	assert.Equal(t, 1e-14, obj["eps"])
+}
+
 func TestSpectralDirectedHypercubeWarns(t *testing.T) {
 	obj := spectralJSON(t, "--topology", "dhypercube", "--nodes", "64")
 	assert.Equal(t, 0.5, obj["lambda2"], "λ2 = 1/2 whatever N")
@@ -124,8 +134,7 @@ func TestSpectralBadInput(t *testing.T) {
 		{[]string{"--topology", "hypercube", "--nodes", "64", "--eps", "-1e-3"}, 2, "must be in (0, 1)"},
 		{[]string{"--topology", "hypercube", "--nodes", "64", "--eps", "NaN"}, 2, "--eps NaN"},
 		{[]string{"--topology", "hypercube", "--nodes", "64", "--eps", "abc"}, 2, "invalid value"},
-		{[]string{"--topology", "hypercube"}, 2, "--nodes is required"},
-		{[]string{"--topology", "ring", "--nodes", "-4"}, 2, "at least 1 node"},
+		{[]string{"--topology", "ring", "--nodes", "-4"}, 2, "--nodes -4 must be at least 1"},
 		{[]string{"--topology", "torus:8xx8"}, 2, `side 1 is ""`},
 		{[]string{"--topology", "torus:8x8", "--nodes", "60"}, 2, "has 64 nodes, not 60"},
 		{[]string{"--topology", "hypercube", "--nodes", "64", "--bogus"}, 2, "flag provided but not defined"},
