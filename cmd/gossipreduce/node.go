@@ -168,6 +168,7 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, cfg aggreg
 	if err != nil {
 		return leave, err
 	}
+	m.node = nd
 	m.closers = append(m.closers, nd.Close)
 	do := nd.Average
 	if sum {
@@ -197,19 +198,17 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, cfg aggreg
 // its member, closed in reverse order when it leaves.
 type membership struct {
 	closers []func() error
-	stay    bool // it has a result: linger before leaving
+	node    *aggregate.Node // once joined
+	stay    bool            // it has a result: linger before leaving
 }
 
-// leave waits up to linger (or until ctx ends) if the node has a result,
-// then closes what it holds.
+// leave leaves the group (aggregate.Node.Leave) within linger (or until
+// ctx ends) if the node has a result, then closes what it holds.
 func (m *membership) leave(ctx context.Context, linger time.Duration) {
 	if m.stay && linger > 0 {
-		t := time.NewTimer(linger)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
+		lctx, cancel := context.WithTimeout(ctx, linger)
+		m.node.Leave(lctx)
+		cancel()
 	}
 	for _, c := range slices.Backward(m.closers) {
 		c()
