@@ -139,6 +139,43 @@ func ExampleNode_Reduce() {
 	// pfcc: mean 0.5000, max 0.9, min 0.1
 }
 
+// Sum counts across the group: here the requests each member served, and
+// the members themselves (a 1 from each). Every member gets the same
+// totals; Live says how many inputs they cover. A member leaves with
+// Leave, which first answers members still at the operation.
+func ExampleNode_Sum() {
+	tr, _ := transport.NewMemory(transport.MemoryOptions{})
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	served := []float64{120, 80, 200, 0}
+	results := make([]aggregate.Result, len(served))
+	var wg sync.WaitGroup
+	for id, n := range served {
+		node, err := aggregate.Join(ctx, tr, aggregate.Config{Group: "sum", ID: gossip.NodeID(id), Nodes: len(served)})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		wg.Go(func() {
+			res, err := node.Sum(ctx, []float64{n, 1})
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			results[id] = res
+			leave, done := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer done()
+			node.Leave(leave)
+		})
+	}
+	wg.Wait()
+	r := results[3]
+	fmt.Printf("requests %.0f, members %.0f, inputs covered %d\n", r.Value[0], r.Value[1], r.Live)
+	// Output: requests 400, members 4, inputs covered 4
+}
+
 // A monitor keeps cluster-wide figures of local metrics up to date without
 // a collector: every Interval, and when any member asks, with Refresh.
 func ExampleStartMonitor() {
