@@ -65,9 +65,11 @@ type Summary struct {
 	SimTime  float64 `json:"sim_time"` // mean over runs
 	Lost     int64   `json:"lost"`
 	Rejected int64   `json:"rejected"`
-	// Seeds are the first and last seed of the runs.
-	FirstSeed uint64 `json:"first_seed"`
+	// Seeds are the first and last seed of the runs; WorstSeed is the seed
+	// of the run with the largest error (the first such), to replay it.
+	FirstSeed uint64 `json:"seed"`
 	LastSeed  uint64 `json:"last_seed"`
+	WorstSeed uint64 `json:"worst_seed"`
 }
 
 // Summarize condenses results (all of one configuration).
@@ -78,12 +80,12 @@ func Summarize(rs []Result) Summary {
 	}
 	s.Runs = len(rs)
 	s.FirstSeed, s.LastSeed = rs[0].Seed, rs[0].Seed
-	for _, r := range rs {
+	for i, r := range rs {
 		if r.Converged {
 			s.Converged++
 		}
-		if r.MaxRelError > s.MaxRelError || math.IsNaN(r.MaxRelError) {
-			s.MaxRelError = r.MaxRelError
+		if i == 0 || r.MaxRelError > s.MaxRelError || math.IsNaN(r.MaxRelError) {
+			s.MaxRelError, s.WorstSeed = r.MaxRelError, r.Seed
 		}
 		s.MaxMsgs += float64(r.MaxMsgs)
 		s.MaxMaxMsgs = max(s.MaxMaxMsgs, r.MaxMsgs)

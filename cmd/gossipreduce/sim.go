@@ -22,27 +22,15 @@ func init() {
 // simOutput is the JSON of the sim verb (field names are a contract, see
 // DESIGN.md).
 type simOutput struct {
-	Algo        string  `json:"algo"`
-	Topology    string  `json:"topology"`
-	Nodes       int     `json:"nodes"`
-	Mode        string  `json:"mode"`
-	Eps         float64 `json:"eps"`
-	Runs        int     `json:"runs"`
-	Converged   int     `json:"converged"`
-	MaxRelError float64 `json:"max_rel_error"`
-	// MaxMsgs is the mean over runs of the max messages per node (the
-	// thesis's metric); MaxMaxMsgs the largest over runs. In sync mode they
-	// are rounds.
-	MaxMsgs    float64 `json:"max_msgs"`
-	MaxMaxMsgs int     `json:"max_max_msgs"`
-	MeanMsgs   float64 `json:"mean_msgs"`
-	SimTime    float64 `json:"sim_time"`
-	Seed       uint64  `json:"seed"`
-	LastSeed   uint64  `json:"last_seed"`
-	Lost       int64   `json:"lost,omitempty"`
-	Rejected   int64   `json:"rejected,omitempty"`
-	Rounds     float64 `json:"rounds,omitempty"`
-	Replay     string  `json:"replay"`
+	Algo     string  `json:"algo"`
+	Topology string  `json:"topology"`
+	Nodes    int     `json:"nodes"`
+	Mode     string  `json:"mode"`
+	Eps      float64 `json:"eps"`
+	// The runs' figures (in sync mode, MaxMsgs and MeanMsgs are rounds).
+	sim.Summary
+	Rounds float64 `json:"rounds,omitempty"`
+	Replay string  `json:"replay"`
 }
 
 // simCmd is the sim verb: the algorithm simulator (discrete-event, or
@@ -238,11 +226,7 @@ func (c *simCmd) execAsync(ctx context.Context, out *stdio) error {
 	sum := sim.Summarize(results)
 	o := simOutput{
 		Algo: c.algo.one(), Topology: c.g.Name(), Nodes: c.g.Len(), Mode: "async", Eps: c.group.eps,
-		Runs: sum.Runs, Converged: sum.Converged, MaxRelError: sum.MaxRelError,
-		MaxMsgs: sum.MaxMsgs, MaxMaxMsgs: sum.MaxMaxMsgs, MeanMsgs: sum.MeanMsgs,
-		SimTime: sum.SimTime, Seed: sum.FirstSeed, LastSeed: sum.LastSeed,
-		Lost: sum.Lost, Rejected: sum.Rejected,
-		Replay: replayLine("sim", c.fs, sum.FirstSeed),
+		Summary: sum, Replay: replayLine("sim", c.fs, sum.FirstSeed),
 	}
 	return out.print(o)
 }
@@ -252,7 +236,7 @@ func (o simOutput) text(w io.Writer) error {
 		return o.syncText(w)
 	}
 	fmt.Fprintf(w, "%s on %s, %d nodes, eps %g, %d run(s), seeds %d…%d\n",
-		o.Algo, o.Topology, o.Nodes, o.Eps, o.Runs, o.Seed, o.LastSeed)
+		o.Algo, o.Topology, o.Nodes, o.Eps, o.Runs, o.FirstSeed, o.LastSeed)
 	fmt.Fprintf(w, "  converged        %d/%d\n", o.Converged, o.Runs)
 	fmt.Fprintf(w, "  max rel error    %.3g\n", o.MaxRelError)
 	fmt.Fprintf(w, "  max msgs/node    %.1f (mean over runs), %d (worst run)\n", o.MaxMsgs, o.MaxMaxMsgs)
@@ -291,8 +275,8 @@ func (c *simCmd) execSync(ctx context.Context, out *stdio) error {
 	if c.sequential {
 		mode = "sync-sequential"
 	}
-	o := simOutput{Algo: "ps", Topology: c.g.Name(), Nodes: c.g.Len(), Mode: mode, Eps: c.group.eps, Runs: c.runs, Seed: seed,
-		LastSeed: seed + uint64(c.runs) - 1, Replay: replayLine("sim", c.fs, seed)}
+	o := simOutput{Algo: "ps", Topology: c.g.Name(), Nodes: c.g.Len(), Mode: mode, Eps: c.group.eps,
+		Summary: sim.Summary{Runs: c.runs, FirstSeed: seed, LastSeed: seed + uint64(c.runs) - 1}, Replay: replayLine("sim", c.fs, seed)}
 	prog := newProgress(out, "sim --mode sync")
 	for i := range c.runs {
 		r, err := sim.RunSync(ctx, sim.SyncConfig{Overlay: c.g, Epsilon: c.group.eps, Seed: seed + uint64(i), Sequential: c.sequential})
@@ -301,6 +285,9 @@ func (c *simCmd) execSync(ctx context.Context, out *stdio) error {
 		}
 		if r.Converged {
 			o.Converged++
+		}
+		if i == 0 || r.MaxRelError > o.MaxRelError {
+			o.WorstSeed = seed + uint64(i)
 		}
 		o.MaxRelError = max(o.MaxRelError, r.MaxRelError)
 		o.Rounds += float64(r.Rounds) / float64(c.runs)
@@ -313,7 +300,7 @@ func (c *simCmd) execSync(ctx context.Context, out *stdio) error {
 
 func (o simOutput) syncText(w io.Writer) error {
 	fmt.Fprintf(w, "synchronous Push-Sum on %s, %d nodes, eps %g, %d run(s), seeds %d…%d\n",
-		o.Topology, o.Nodes, o.Eps, o.Runs, o.Seed, o.LastSeed)
+		o.Topology, o.Nodes, o.Eps, o.Runs, o.FirstSeed, o.LastSeed)
 	_, err := fmt.Fprintf(w, "  converged      %d/%d\n  rounds         %.1f (mean), %d (max)\n  max rel error  %.3g\n  replay with    %s\n",
 		o.Converged, o.Runs, o.Rounds, o.MaxMaxMsgs, o.MaxRelError, o.Replay)
 	return err

@@ -116,7 +116,9 @@ func runAll(ctx context.Context, jobs []job, workers int, progress func(done, to
 	return out, nil
 }
 
-// Stats condenses the runs of one point.
+// Stats condenses the runs of one point: the figures of sim.Summarize
+// (which computes them), under the field names of the sdc output
+// contract (converged_runs, worst_seed).
 type Stats struct {
 	Runs          int `json:"runs"`
 	ConvergedRuns int `json:"converged_runs"`
@@ -134,26 +136,15 @@ type Stats struct {
 }
 
 func summarize(os []outcome) Stats {
-	var s Stats
-	s.MaxRelError = -1
-	for _, o := range os {
-		r := o.res
-		s.Runs++
-		if r.Converged {
-			s.ConvergedRuns++
-		}
-		if e := r.MaxRelError; e > s.MaxRelError || math.IsNaN(e) {
-			s.MaxRelError, s.WorstSeed = e, r.Seed
-		}
-		s.MeanMsgs += r.MeanMsgs
-		s.MaxMsgs += float64(r.MaxMsgs)
+	rs := make([]sim.Result, len(os))
+	for i, o := range os {
+		rs[i] = o.res
 	}
+	sum := sim.Summarize(rs)
+	s := Stats{Runs: sum.Runs, ConvergedRuns: sum.Converged, MaxRelError: sum.MaxRelError,
+		MeanMsgs: sum.MeanMsgs, MaxMsgs: sum.MaxMsgs, WorstSeed: sum.WorstSeed}
 	if !(s.MaxRelError <= math.MaxFloat64) {
 		s.MaxRelError = math.MaxFloat64
-	}
-	if s.Runs > 0 {
-		s.MeanMsgs /= float64(s.Runs)
-		s.MaxMsgs /= float64(s.Runs)
 	}
 	return s
 }
