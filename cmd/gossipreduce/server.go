@@ -73,7 +73,7 @@ func (c *serverCmd) exec(ctx context.Context, out *stdio) error {
 		_, err = fmt.Fprintln(out.Stdout, url)
 	}
 	if err != nil {
-		return fmt.Errorf("server: %w", err)
+		return err
 	}
 	fmt.Fprintf(out.Stderr, "gossipreduce server: NATS on %s until interrupted; watch with: nats sub --server %s '%s.>'\n", url, url, transport.DefaultPrefix)
 	<-ctx.Done()

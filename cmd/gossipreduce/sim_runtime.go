@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/member/simnet"
 )
 
@@ -113,8 +115,11 @@ func (c *simCmd) execRuntime(ctx context.Context, out *stdio) error {
 	}
 	start := time.Now()
 	rep, err := simnet.Measure(ctx, cfg)
+	if errors.Is(err, gossip.ErrInvalidConfig) {
+		return usagef("%v", err)
+	}
 	if err != nil {
-		return fmt.Errorf("sim: %w", err)
+		return err
 	}
 	return out.print(runtimeSimOutput{
 		Algo: c.algo.one(), Topology: c.group.topology, Nodes: n, Mode: "runtime", Eps: eps, Loss: cfg.Net.Loss,

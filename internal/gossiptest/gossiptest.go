@@ -215,8 +215,9 @@ func PrefixCount(err error) int {
 	for _, p := range modulePackages {
 		msg := err.Error()
 		for i := strings.Index(msg, p+": "); i >= 0; i = strings.Index(msg, p+": ") {
-			// Count whole words only: "bsim: " is not also "sim: ".
-			if i == 0 || !isLetter(msg[i-1]) {
+			// Count whole words only: "bsim: " is not also "sim: ", nor
+			// the flag "-algo: " a package.
+			if i == 0 || !inWord(msg[i-1]) {
 				n++
 			}
 			msg = msg[i+len(p)+2:]
@@ -225,4 +226,6 @@ func PrefixCount(err error) int {
 	return n
 }
 
-func isLetter(b byte) bool { return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' }
+func inWord(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || b == '-' || b == '_' || b == '.'
+}

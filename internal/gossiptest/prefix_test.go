@@ -17,5 +17,6 @@ func TestPrefixCount(t *testing.T) {
 	assert.Equal(t, 2, PrefixCount(fmt.Errorf("aggregate: %w", inner)))
 	assert.Equal(t, 1, PrefixCount(errors.New("bsim: x")), "bsim is not also sim")
 	assert.Equal(t, 2, PrefixCount(errors.New("sim: sim: x")))
+	assert.Equal(t, 1, PrefixCount(errors.New(`invalid value for flag -algo: algo: unknown`)), "a flag is not a package")
 	assert.Equal(t, 0, PrefixCount(errors.New("no prefix")))
 }
