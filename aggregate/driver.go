@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/member"
+	"github.com/gossipreduce/gossipreduce/transport"
 )
 
 // driver is the node's goroutine: plumbing only. It moves messages between
@@ -143,6 +144,12 @@ func (d *driver) flush() {
 	for _, msg := range d.m.Outbox() {
 		if err := d.n.ep.Send(context.Background(), msg); err != nil {
 			d.n.log.Debug("send failed", "to", msg.To, "err", err)
+			if errors.Is(err, transport.ErrMalformed) {
+				// A message the wire format cannot carry will not fit
+				// later either: end the operation with the reason
+				// rather than at its deadline.
+				d.m.Fail(d.now(), fmt.Errorf("aggregate: a message of epoch %d to member %d cannot be sent: %w", msg.Epoch, msg.To, err))
+			}
 		}
 	}
 	if err := d.n.ep.Err(); err != nil {

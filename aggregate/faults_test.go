@@ -160,6 +160,9 @@ func TestBadInputs(t *testing.T) {
 	assert.ErrorIs(t, err, gossip.ErrNotFinite)
 	_, err = nd.Average(ctx, nil)
 	assert.ErrorIs(t, err, gossip.ErrLength)
+	_, err = nd.Average(ctx, make([]float64, aggregate.MaxComponents+1))
+	assert.ErrorIs(t, err, gossip.ErrLength)
+	assert.ErrorContains(t, err, "1048577 components")
 
 	for name, cfg := range map[string]aggregate.Config{
 		"no group":     {Nodes: 2},

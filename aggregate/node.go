@@ -101,6 +101,13 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 	return n, nil
 }
 
+// MaxComponents is the most components (values and extremes together) one
+// operation takes: 2^20, a little over a million. Its messages then carry
+// about 8 MiB of values and the certificate as much again; the transport
+// splits what exceeds the NATS server's max_payload into fragments, and
+// reassembles at most [transport.Options.Reassembly] bytes per member.
+const MaxComponents = 1 << 20
+
 // Reduce runs one operation: the average of Values and the maximum of
 // Extremes over the live members, the bitwise same Result at every one.
 // Every member must take part with vectors of the same lengths. If ctx ends
@@ -147,6 +154,9 @@ func (n *Node) do(ctx context.Context, req Request, sum bool) (Result, error) {
 func checkRequest(r *resolved, req Request) error {
 	if len(req.Values) == 0 {
 		return fmt.Errorf("aggregate: %w: empty vector", gossip.ErrLength)
+	}
+	if k := len(req.Values) + len(req.Extremes); k > MaxComponents {
+		return fmt.Errorf("aggregate: %w: %d components (values and extremes), at most %d", gossip.ErrLength, k, MaxComponents)
 	}
 	if err := gossip.CheckFinite(req.Values); err != nil {
 		return fmt.Errorf("values: %w", err)

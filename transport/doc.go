@@ -37,6 +37,24 @@
 // a message. Filtering by epoch is the runtime's job: the machine rejects
 // other epochs.
 //
+// # Fragments
+//
+// A message may carry up to [MaxPayload] words and [MaxAttach] bytes (a
+// vector of a million components and the runtime's certificate), far more
+// than a NATS server's max_payload (1 MiB by default). An encoded message
+// longer than the frame limit (for NATS the limit the server announced to
+// the connection, read at every send; for Memory [MemoryOptions.MaxFrame])
+// travels as several NATS messages, its fragments, each with a CRC-32C;
+// the receiving endpoint reassembles them before any other check, so the
+// MAC, the session fields and every count above apply to the message as
+// a whole. A fragment lost or corrupted in flight (the checksum catches
+// it: Stats.Malformed) means the message never completes: the layers
+// above see a lost message, which gossip repairs as any other loss.
+// Reassembly memory is bounded per endpoint by [Options.Reassembly]
+// (default [DefaultReassembly]) and two incomplete messages per sender;
+// what is given up to stay within them is counted in Stats.Incomplete.
+// Stats.Fragments counts the fragments sent. The format is in fragment.go.
+//
 // # Message authentication
 //
 // With a group key ([Options.Key]) every message carries an HMAC-SHA256

@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -27,6 +28,13 @@ type MemoryOptions struct {
 	// and from the goroutines that deliver messages, possibly many at
 	// once; it must not block.
 	Tap func(subject string, raw []byte)
+
+	// MaxFrame, if positive, is the longest message the network carries
+	// in one piece, as a NATS server's max_payload is: longer messages
+	// travel in fragments (see "Fragments" in the package documentation),
+	// each delayed, tapped, lost to a crash and delivered on its own. It
+	// must be at least 256.
+	MaxFrame int
 }
 
 // Memory is an in-process [Transport] for tests and single-process
@@ -39,6 +47,7 @@ type Memory struct {
 	hub   *hub
 	delay func(from, to gossip.NodeID) time.Duration
 	tap   func(subject string, raw []byte)
+	frame int // MaxFrame, or 0
 
 	mu      sync.Mutex
 	crashed map[string]bool          // subjects of crashed nodes
@@ -52,7 +61,10 @@ var _ Transport = (*Memory)(nil)
 // NewMemory returns an empty in-memory transport. It fails, wrapping
 // [gossip.ErrInvalidConfig], for invalid options.
 func NewMemory(opts MemoryOptions) (*Memory, error) {
-	t := &Memory{delay: opts.Delay, tap: opts.Tap, crashed: map[string]bool{}, pending: map[*time.Timer]struct{}{}}
+	if opts.MaxFrame < 0 || (opts.MaxFrame > 0 && opts.MaxFrame < minFrame) {
+		return nil, fmt.Errorf("transport: %w: frame limit %d, want 0 (none) or at least %d", gossip.ErrInvalidConfig, opts.MaxFrame, minFrame)
+	}
+	t := &Memory{delay: opts.Delay, tap: opts.Tap, frame: opts.MaxFrame, crashed: map[string]bool{}, pending: map[*time.Timer]struct{}{}}
 	h, err := newHub(opts.Options, t.publish)
 	if err != nil {
 		return nil, err
@@ -159,6 +171,14 @@ func (t *Memory) publish(from *endpoint, to gossip.NodeID, raw []byte) error {
 		return nil
 	}
 	subject := from.base + to.String()
+	if t.frame == 0 {
+		return t.transmit(from, to, subject, raw)
+	}
+	return from.sendFrames(raw, t.frame, func(b []byte) error { return t.transmit(from, to, subject, b) })
+}
+
+// transmit taps one frame and delivers it, at once or after its delay.
+func (t *Memory) transmit(from *endpoint, to gossip.NodeID, subject string, raw []byte) error {
 	if t.tap != nil {
 		t.tap(subject, bytes.Clone(raw))
 	}
@@ -210,7 +230,7 @@ func (t *Memory) arrive(subject string, raw []byte) bool {
 // countCrashed counts raw, which vanished at a crashed node, in e's
 // Stats.Crashed unless it is a handshake message.
 func countCrashed(e *endpoint, raw []byte) {
-	if !isHandshake(raw) {
+	if !isHandshake(raw) && (!isFragment(raw) || firstFragment(raw)) {
 		e.count(cCrashed)
 	}
 }

@@ -461,8 +461,18 @@ func (t *NATS) flush(ctx context.Context) error {
 	return natsErr(t.nc.FlushWithContext(ctx))
 }
 
+// publish sends raw whole when the server's max_payload allows, and in
+// fragments otherwise. The limit is read at every send: a reconnection may
+// reach a server with another one.
 func (t *NATS) publish(from *endpoint, to gossip.NodeID, raw []byte) error {
-	return natsErr(t.nc.Publish(from.base+to.String(), raw))
+	subject := from.base + to.String()
+	frame := int(t.nc.MaxPayload())
+	if frame <= 0 {
+		frame = defaultFrame // not told yet
+	}
+	return from.sendFrames(raw, frame, func(b []byte) error {
+		return natsErr(t.nc.Publish(subject, b))
+	})
 }
 
 // natsErr adds ErrClosed to nats.go's closed-connection error.

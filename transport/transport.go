@@ -146,12 +146,14 @@ type Stats struct {
 	Sessions   uint64 // peer incarnations learned (the first from each peer, and again after each restart of it), counted before the messages queued for the peer are sent
 	Claims     uint64 // claims of the endpoint's own node sent (one per NATS Open), and replies to other incarnations of the node that claimed it or answered (see "Claims")
 	Duplicates uint64 // other endpoints found holding the endpoint's node (each once): from the first, Err and Send report ErrDuplicateID
+	Fragments  uint64 // fragments sent: each message longer than the network's frame limit counts once per fragment (see "Fragments")
+	Incomplete uint64 // fragmented messages given up before all their fragments arrived, to keep within [Options.Reassembly]
 }
 
 // Dropped is the number of arrived messages that were not delivered:
-// malformed, foreign, forged, replayed or overflowing.
+// malformed, foreign, forged, replayed, overflowing or incomplete.
 func (s Stats) Dropped() uint64 {
-	return s.Malformed + s.Foreign + s.Forged + s.Replayed + s.Overflow
+	return s.Malformed + s.Foreign + s.Forged + s.Replayed + s.Overflow + s.Incomplete
 }
 
 // Group names a set of nodes that gossip together and fixes their subjects:
@@ -223,6 +225,12 @@ type Options struct {
 	// [DefaultBuffer].
 	Buffer int
 
+	// Reassembly bounds the bytes of incomplete fragmented messages each
+	// endpoint keeps (see "Fragments" in the package documentation); zero
+	// means [DefaultReassembly]. A message longer than the bound cannot
+	// be received.
+	Reassembly int
+
 	// Loss is the probability, in [0, 1], that Send drops a message instead
 	// of sending it (counted in Stats.Lost), for fault-injection runs. It
 	// applies to application messages only: the probes and answers of the
@@ -262,6 +270,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Buffer == 0 {
 		o.Buffer = DefaultBuffer
 	}
+	if o.Reassembly < 0 {
+		return o, fmt.Errorf("transport: %w: negative reassembly bound %d", gossip.ErrInvalidConfig, o.Reassembly)
+	}
+	if o.Reassembly == 0 {
+		o.Reassembly = DefaultReassembly
+	}
 	if !(o.Loss >= 0 && o.Loss <= 1) { // also rejects NaN
 		return o, fmt.Errorf("transport: %w: loss probability %v outside [0, 1]", gossip.ErrInvalidConfig, o.Loss)
 	}
@@ -291,6 +305,8 @@ const (
 	cSessions
 	cClaims
 	cDuplicates
+	cFragments
+	cIncomplete
 	numCounters
 )
 
@@ -313,6 +329,8 @@ func (c *counters) snapshot() Stats {
 		Sessions:   c[cSessions].Load(),
 		Claims:     c[cClaims].Load(),
 		Duplicates: c[cDuplicates].Load(),
+		Fragments:  c[cFragments].Load(),
+		Incomplete: c[cIncomplete].Load(),
 	}
 }
 
@@ -377,6 +395,8 @@ func (h *hub) add(ctx context.Context, g Group, id gossip.NodeID) (*endpoint, er
 		ch:      make(chan gossip.Message, h.opts.Buffer),
 		peers:   map[gossip.NodeID]*peer{},
 		dup:     make(chan struct{}),
+		frag:    newFragmenter(),
+		reasm:   newReassembler(h.opts.Reassembly),
 	}
 	h.mu.Lock()
 	if h.closed {
@@ -454,6 +474,9 @@ type endpoint struct {
 	self    identity // the claims of this endpoint's node (session.go)
 
 	dup chan struct{} // closed when self.err is set
+
+	frag  *fragmenter  // numbers the messages this endpoint sends in fragments
+	reasm *reassembler // the fragmented messages arriving in part
 }
 
 // attach sets the hook that stops the arrival of messages. It fails with
@@ -555,6 +578,11 @@ func (e *endpoint) lose() bool {
 // and handing handshake messages to the session layer. It never blocks on
 // the receiver.
 func (e *endpoint) deliver(raw []byte) {
+	if isFragment(raw) {
+		if raw = e.reassemble(raw); raw == nil {
+			return
+		}
+	}
 	h, m, err := Decode(raw)
 	mk := e.hub.mac
 	switch {
@@ -598,6 +626,39 @@ func (e *endpoint) deliver(raw []byte) {
 	}
 	e.count(cReceived)
 	e.ch <- m
+}
+
+// reassemble takes one fragment and returns the message it completes, or
+// nil, dropping and counting a malformed fragment and the incomplete
+// messages given up.
+func (e *endpoint) reassemble(raw []byte) []byte {
+	f, err := parseFragment(raw)
+	switch {
+	case errors.Is(err, ErrVersion):
+		e.drop(cForeign, err.Error())
+		return nil
+	case err != nil:
+		e.drop(cMalformed, err.Error())
+		return nil
+	}
+	whole, evicted := e.reasm.add(f)
+	if evicted > 0 {
+		e.countN(cIncomplete, uint64(evicted))
+		e.hub.opts.Logger.Debug("transport: gave up incomplete fragmented messages", "subject", e.subject, "messages", evicted, "limit", e.hub.opts.Reassembly)
+	}
+	return whole
+}
+
+// sendFrames hands raw to send whole when it fits in frame bytes, and in
+// fragments otherwise, counting them.
+func (e *endpoint) sendFrames(raw []byte, frame int, send func([]byte) error) error {
+	if len(raw) <= frame {
+		return send(raw)
+	}
+	return e.frag.split(uint64(e.id), raw, frame, func(b []byte) error {
+		e.count(cFragments)
+		return send(b)
+	})
 }
 
 func (e *endpoint) drop(i int, why string) {

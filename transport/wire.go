@@ -34,9 +34,9 @@ import (
 //	        1..5       to (uvarint, ≤ 2^32-1)
 //	        1..10      epoch (uvarint)
 //	        1..10      tag (uvarint)
-//	        1..3       payload length n (uvarint, ≤ MaxPayload)
+//	        1..4       payload length n (uvarint, ≤ MaxPayload)
 //	        8n         payload: n float64 as IEEE 754 bits (uint64)
-//	        1..3       if flags bit 0: attachment length a (uvarint, 1 ≤ a ≤ MaxAttach)
+//	        1..4       if flags bit 0: attachment length a (uvarint, 1 ≤ a ≤ MaxAttach)
 //	        a          the attachment (gossip.Message.Attach)
 //	        16         if flags bit 1: the MAC, the first 16 bytes of
 //	                   HMAC-SHA256(group key, every byte before it)
@@ -132,11 +132,19 @@ const (
 	WireVersion = 2
 
 	// MaxPayload is the largest payload, in float64 words, a message may
-	// carry. Decode rejects longer payloads before allocating anything.
-	MaxPayload = 1 << 16
+	// carry: room for a vector of a million components and what the
+	// runtime adds to it. Decode rejects longer payloads, and any length
+	// the bytes present do not hold, before allocating anything. A message
+	// longer than the network's frame limit travels in fragments (see
+	// "Fragments" in fragment.go and the package documentation).
+	MaxPayload = 1 << 21
 
-	// MaxAttach is the largest attachment, in bytes.
-	MaxAttach = 1 << 16
+	// MaxAttach is the largest attachment, in bytes: room for the
+	// runtime's certificate, which carries an estimate of the vector.
+	MaxAttach = 1 << 24
+
+	// MaxEncoded bounds the length of an encoded message, in bytes.
+	MaxEncoded = 128 + 8*MaxPayload + MaxAttach + MACSize
 
 	// MACSize is the length of the message authentication code that ends a
 	// signed message.

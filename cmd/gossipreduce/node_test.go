@@ -101,7 +101,7 @@ func TestNodeJSONCoverage(t *testing.T) {
 		require.Equal(t, 0, codes[i], "node %d: %s", i, stderrs[i])
 		var obj map[string]any
 		require.NoError(t, json.Unmarshal([]byte(stdouts[i]), &obj))
-		for _, f := range []string{"result", "live", "absent", "epoch", "root", "forged", "replayed", "malformed", "foreign", "overflow", "warnings"} {
+		for _, f := range []string{"result", "live", "absent", "epoch", "root", "forged", "replayed", "malformed", "foreign", "overflow", "incomplete", "warnings"} {
 			assert.Contains(t, obj, f, "node %d", i)
 		}
 		assert.NotContains(t, obj, "error")

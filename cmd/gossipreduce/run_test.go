@@ -12,7 +12,7 @@ import (
 func TestRunLiveJSONContract(t *testing.T) {
 	obj := jsonObject(t, "run", "--nodes", "8", "--eps", "1e-9", "--seed", "3", "--runs", "2", "--json")
 	for _, f := range []string{"algo", "topology", "nodes", "result", "exact", "max_rel_error", "identical", "messages", "max_msgs", "seconds", "excluded",
-		"live", "absent", "coverage_differs", "per_run", "forged", "replayed", "malformed", "foreign", "overflow", "warnings"} {
+		"live", "absent", "coverage_differs", "per_run", "forged", "replayed", "malformed", "foreign", "overflow", "incomplete", "warnings"} {
 		assert.Contains(t, obj, f)
 	}
 	assert.NotContains(t, obj, "error")

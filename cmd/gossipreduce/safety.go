@@ -16,16 +16,19 @@ type dropCounts struct {
 	Malformed uint64 `json:"malformed"` // failed to decode
 	Foreign   uint64 `json:"foreign"`   // another wire version, configuration or addressee
 	Overflow  uint64 `json:"overflow"`  // arrived at a full receive buffer
+	// Incomplete are fragmented messages given up before all their
+	// fragments arrived (a fragment lost, or the reassembly bound hit).
+	Incomplete uint64 `json:"incomplete"`
 }
 
 func dropsOf(s transport.Stats) dropCounts {
-	return dropCounts{Forged: s.Forged, Replayed: s.Replayed, Malformed: s.Malformed, Foreign: s.Foreign, Overflow: s.Overflow}
+	return dropCounts{Forged: s.Forged, Replayed: s.Replayed, Malformed: s.Malformed, Foreign: s.Foreign, Overflow: s.Overflow, Incomplete: s.Incomplete}
 }
 
 func (d dropCounts) any() bool { return d != dropCounts{} }
 
 func (d dropCounts) String() string {
-	return fmt.Sprintf("%d forged, %d replayed, %d malformed, %d foreign, %d overflow", d.Forged, d.Replayed, d.Malformed, d.Foreign, d.Overflow)
+	return fmt.Sprintf("%d forged, %d replayed, %d malformed, %d foreign, %d overflow, %d incomplete", d.Forged, d.Replayed, d.Malformed, d.Foreign, d.Overflow, d.Incomplete)
 }
 
 // warnings are the cautions of one verb: each is printed on stderr when it

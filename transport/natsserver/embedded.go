@@ -56,6 +56,12 @@ type EmbeddedOptions struct {
 	// StartTimeout bounds the wait for the server to accept clients; zero
 	// means DefaultStartTimeout.
 	StartTimeout time.Duration
+
+	// MaxPayload, if positive, is the largest message the server accepts,
+	// in bytes (NATS's max_payload; zero keeps the server's default of 1
+	// MiB). The transport splits longer messages into fragments, so this
+	// changes how many messages travel, never what arrives.
+	MaxPayload int32
 }
 
 // Server is a NATS server running inside this process, listening on
@@ -86,6 +92,9 @@ func serverOptions(opts EmbeddedOptions) (*server.Options, error) {
 	if opts.Token != "" && (opts.User != "" || opts.Password != "" || len(opts.NKeys) > 0) {
 		return nil, fmt.Errorf("natsserver: %w: the embedded server takes a token, or users and nkeys, not both", gossip.ErrInvalidConfig)
 	}
+	if opts.MaxPayload < 0 {
+		return nil, fmt.Errorf("natsserver: %w: negative max payload %d", gossip.ErrInvalidConfig, opts.MaxPayload)
+	}
 	if opts.Password != "" && opts.User == "" {
 		return nil, fmt.Errorf("natsserver: %w: a password without a user name", gossip.ErrInvalidConfig)
 	}
@@ -103,6 +112,7 @@ func serverOptions(opts EmbeddedOptions) (*server.Options, error) {
 		NoSigs:        true,
 		NoLog:         true,
 		Authorization: opts.Token,
+		MaxPayload:    opts.MaxPayload,
 	}
 	if opts.User != "" {
 		sopts.Users = []*server.User{{Username: opts.User, Password: opts.Password}}
