@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,20 +182,48 @@ func TestBadInputs(t *testing.T) {
 	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)
 }
 
+// TestMismatchedVectorLengths gives one member of eight a vector one
+// component short. The rule (safety before liveness): no member returns a
+// result that silently leaves out a healthy input, and the group never
+// splits into members with a result and healthy members with an error.
+// Either every member fails, or the short one alone fails and the others
+// return the same result naming it absent. Every algorithm family and
+// both kinds of overlay.
 func TestMismatchedVectorLengths(t *testing.T) {
-	tr := memory(t, 0, 1)
-	nodes := group(t, tr, 4, aggregate.Config{Group: "len", Epsilon: 1e-9})
-	inputs := [][]float64{{1, 2}, {1, 2}, {1}, {1, 2}}
-	errs := averageAll(timeout(t, 5*time.Second), nodes, inputs).Errs
-	mismatched := 0
-	for _, err := range errs {
-		if errors.Is(err, aggregate.ErrGroupMismatch) {
-			mismatched++
-		}
-	}
-	assert.Positive(t, mismatched, "somebody notices the other length: %v", errs)
-	for _, err := range errs {
-		assert.Error(t, err, "nobody returns a result from a group that disagrees")
+	const bad = 5
+	for _, c := range []struct{ topology, algo string }{
+		{"complete", "pfcc"}, {"hypercube", "pfcc"}, {"hypercube", "rdb"}, {"complete", "exchange"},
+	} {
+		t.Run(c.topology+"/"+c.algo, func(t *testing.T) {
+			tr := memory(t, 0, 1)
+			nodes := group(t, tr, 8, aggregate.Config{Group: "len", Topology: c.topology, Algorithm: c.algo, Epsilon: 1e-9})
+			inputs := gossiptest.Inputs(8, 30, 1)
+			inputs[bad] = inputs[bad][:29]
+			o := averageAll(timeout(t, 20*time.Second), nodes, inputs)
+			require.Error(t, o.Errs[bad], "the short member cannot succeed")
+			healthyOK, named := 0, false
+			for i, err := range o.Errs {
+				if i != bad && err == nil {
+					healthyOK++
+					assert.Contains(t, o.Results[i].Absent, gossip.NodeID(bad), "member %d's result must name the one left out", i)
+				}
+				if errors.Is(err, aggregate.ErrGroupMismatch) {
+					named = named || strings.Contains(err.Error(), "29 components") || strings.Contains(err.Error(), "30 components")
+				}
+			}
+			for i, err := range o.Errs {
+				// Liveness: the members that notice tell the others at
+				// once; none waits for the deadline (20 s, a hundred
+				// times what the whole operation takes on a loaded
+				// machine) to learn the operation is over.
+				assert.NotErrorIs(t, err, context.DeadlineExceeded, "member %d", i)
+			}
+			if healthyOK > 0 {
+				require.Equal(t, 7, healthyOK, "some healthy members failed while others succeeded: %v", o.Errs)
+				return
+			}
+			assert.True(t, named, "a mismatch error names a length in components: %v", o.Errs)
+		})
 	}
 }
 

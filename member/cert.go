@@ -205,6 +205,19 @@ const (
 
 var errCert = errors.New("member: malformed certificate")
 
+// lengthError reports a certificate whose estimate has another number of
+// components than this member's vectors. It wraps gossip.ErrLength.
+type lengthError struct {
+	theirs uint64
+	ours   int
+}
+
+func (e *lengthError) Error() string {
+	return fmt.Sprintf("%s: estimate of %d components, this member has %d", gossip.ErrLength, e.theirs, e.ours)
+}
+
+func (e *lengthError) Unwrap() error { return gossip.ErrLength }
+
 func (c *certificate) encode(dst []byte, est, ext []float64) []byte {
 	dst = append(dst, certVersion)
 	dst = binary.AppendUvarint(dst, c.gen)
@@ -260,7 +273,7 @@ func decodeCert(b []byte, n, k, m int, into *peerCert) error {
 		return fmt.Errorf("%w: estimate length", errCert)
 	}
 	if gotK != uint64(k) {
-		return fmt.Errorf("%w: %w: estimate of %d components, this node has %d", errCert, gossip.ErrLength, gotK, k)
+		return fmt.Errorf("%w: %w", errCert, &lengthError{theirs: gotK, ours: k})
 	}
 	b = b[w:]
 	if len(b) < 8*k {

@@ -499,8 +499,12 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 			return
 		}
 		if err := decodeCert(msg.Attach, m.r.n, len(o.req.Values), len(o.ext), &m.peer); err != nil {
+			if le := (*lengthError)(nil); errors.As(err, &le) {
+				m.mismatch(now, fmt.Errorf("%w: %s has vectors of %d components, this member %d", ErrGroupMismatch, m.sender(msg.From), le.theirs, le.ours))
+				return
+			}
 			if errors.Is(err, gossip.ErrLength) {
-				m.mismatch(now, fmt.Errorf("%w: %s sent vectors of other lengths: %w", ErrGroupMismatch, m.sender(msg.From), err))
+				m.mismatch(now, fmt.Errorf("%w: %s sent vectors of other lengths than this member's %d components: %w", ErrGroupMismatch, m.sender(msg.From), len(o.req.Values), err))
 				return
 			}
 			m.reject("certificate", msg, err)
@@ -518,7 +522,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 	out, err := o.m.Step(msg, m.scratch[:0])
 	if err != nil {
 		if errors.Is(err, gossip.ErrLength) {
-			m.mismatch(now, fmt.Errorf("%w: %s: %w", ErrGroupMismatch, m.sender(msg.From), err))
+			m.mismatch(now, fmt.Errorf("%w: %s sent a message that does not fit this member's %d components: %w", ErrGroupMismatch, m.sender(msg.From), len(o.req.Values), err))
 			return
 		}
 		m.reject("machine", msg, err)
@@ -577,8 +581,11 @@ func (m *Machine) membership(msg gossip.Message) {
 func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 	switch msg.Tag {
 	case tagAbort:
-		if !o.done {
-			m.mismatch(now, fmt.Errorf("%w: %s found that the members' vectors differ in length", ErrGroupMismatch, m.sender(msg.From)))
+		// A member this one has declared dead is out of the operation:
+		// its word cannot stop the others, who may be deciding without
+		// it (it could have the other length, and be the one to fail).
+		if !o.done && (o.cert == nil || !o.cert.dead.has(int(msg.From))) {
+			m.mismatch(now, fmt.Errorf("%w: %s found that the members' vectors differ in length (this member has %d components)", ErrGroupMismatch, m.sender(msg.From), len(o.req.Values)))
 		}
 	case tagExcluded:
 		if !o.done {
@@ -876,13 +883,27 @@ func (m *Machine) tell(now time.Duration, o *op, to gossip.NodeID, tag uint64, p
 	m.control(o, to, tag, payload)
 }
 
-// mismatch ends the operation because the members disagree, and makes
-// this member tell every member that still gossips, so that none of them
-// mistakes the silence of the members that noticed for a crash and carries
-// on.
+// mismatch ends the operation because the members disagree, and tells
+// the members this one exchanges with at once (and later any member that
+// still sends to it, see answerLate), so that none of them mistakes the
+// silence of the members that noticed for a crash and carries on, nor
+// waits for a step message that will not come: a finite algorithm's
+// partners may be any member, so those are all told.
 func (m *Machine) mismatch(now time.Duration, err error) {
-	m.cur.abort = err
+	o := m.cur
+	o.abort = err
 	m.finish(now, m.best(), err)
+	if m.r.Algorithm.Finite {
+		for j := range m.r.n {
+			if j != int(m.r.ID) {
+				m.tell(now, o, gossip.NodeID(j), tagAbort, nil)
+			}
+		}
+		return
+	}
+	for k := range m.r.Graph.Degree(m.r.ID) {
+		m.tell(now, o, m.r.Graph.Neighbor(m.r.ID, k), tagAbort, nil)
+	}
 }
 
 // deliver ends the operation with the group's result, after checking it:
