@@ -57,6 +57,10 @@ var specs = []Spec{
 		New: func(c gossip.Config) (gossip.Machine, error) { return pflc.New(c) }},
 	{Name: "pfcc", Summary: "Push-Flow with cooperative correction (thesis Algorithm 6, checksums)",
 		New: func(c gossip.Config) (gossip.Machine, error) { return pfcc.New(c) }},
+	{Name: "pflc-published", Summary: "PFLC on Algorithm 3's flows as published (loss repaired by any later message; concurrent messages break conservation)",
+		New: func(c gossip.Config) (gossip.Machine, error) { return pflc.NewPublished(c) }},
+	{Name: "pfcc-published", Summary: "PFCC on Algorithm 3's flows as published (loss repaired by any later message; concurrent messages break conservation)",
+		New: func(c gossip.Config) (gossip.Machine, error) { return pfcc.NewPublished(c) }},
 }
 
 // Lookup returns the algorithm called name, or an error wrapping

@@ -17,7 +17,11 @@
 //
 // The machine is package pushflow's checked engine with cooperative
 // correction; see that package for the message format, the handling of
-// concurrent messages and the repair of the input (thesis 3.3).
+// concurrent messages and the repair of the input (thesis 3.3). [New] uses
+// acknowledged flows, which the live runtime's convergence certificate
+// relies on (Settled); [NewPublished] uses the flows of the thesis's
+// Algorithm 3, which any later message on an edge repairs after a loss but
+// concurrent messages disturb (docs/sdc.md).
 package pfcc
 
 import (
@@ -32,4 +36,12 @@ const DefaultTau = 1e-11
 // New returns node cfg.ID's PFCC machine.
 func New(cfg gossip.Config) (*pushflow.Machine, error) {
 	return pushflow.NewChecked(cfg, pushflow.Cooperative, DefaultTau)
+}
+
+// NewPublished returns node cfg.ID's PFCC machine on the thesis's own flows
+// (pushflow.NewCheckedPublished): a received flow always overwrites the
+// local one. Not for the live runtime: it tracks no push in transit, so it
+// always reports itself settled.
+func NewPublished(cfg gossip.Config) (*pushflow.Machine, error) {
+	return pushflow.NewCheckedPublished(cfg, pushflow.Cooperative, DefaultTau)
 }

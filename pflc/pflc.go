@@ -10,7 +10,10 @@
 // The machine is package pushflow's checked engine with local correction;
 // see that package for the message format, the handling of concurrent
 // messages, the exact input test and the repair of the input from the last
-// verified estimate (thesis 3.3).
+// verified estimate (thesis 3.3). [New] uses acknowledged flows (no mass is
+// lost to concurrent messages; the live runtime's engine); [NewPublished]
+// uses the flows of the thesis's Algorithm 3, which any later message on an
+// edge repairs after a loss but concurrent messages disturb (docs/sdc.md).
 package pflc
 
 import (
@@ -27,4 +30,11 @@ const DefaultTau = 1e-11
 // New returns node cfg.ID's PFLC machine.
 func New(cfg gossip.Config) (*pushflow.Machine, error) {
 	return pushflow.NewChecked(cfg, pushflow.Local, DefaultTau)
+}
+
+// NewPublished returns node cfg.ID's PFLC machine on the thesis's own flows
+// (pushflow.NewCheckedPublished): a received flow always overwrites the
+// local one.
+func NewPublished(cfg gossip.Config) (*pushflow.Machine, error) {
+	return pushflow.NewCheckedPublished(cfg, pushflow.Local, DefaultTau)
 }

@@ -36,7 +36,27 @@
 // from the same peer is recognised by its sequence number and dropped (flows
 // are cumulative, so the newer one already says everything). No send is held
 // back, so message counts are not inflated. [NewPublished] is Push-Flow
-// exactly as Algorithm 3 (Tag 0, always overwrite), kept for comparison.
+// exactly as Algorithm 3 (Tag 0, always overwrite), kept for comparison, and
+// [NewCheckedPublished] puts PFLC and PFCC on the same flows, as the thesis
+// did (algorithm names pflc-published and pfcc-published).
+//
+// # Message loss: the two engines' trade-off (thesis 4.2)
+//
+// A node cannot tell a lost push from one still on its way. The published
+// flows treat every push the peer's latest message does not reflect as lost:
+// the next message on the edge in either direction repairs a loss, and a
+// push that was merely crossing is counted twice until the message after.
+// Acknowledged flows treat it as on its way: crossing pushes cost nothing,
+// but a lost one stays in transit until this node's next push to the same
+// neighbour. On a 32-node hypercube the published flows stay near the
+// thesis's bound 1/(1-p) up to 20 % loss, measured from their own loss-free
+// count, which concurrent messages inflate by half; acknowledged flows pay
+// 4 to 8 times the bound from Push-Sum's count, yet need fewer messages in
+// absolute terms up to 10 % loss at 32 nodes (5 % at 512). docs/sdc.md has
+// the tables and the variants tried between the two. The live runtime uses the
+// acknowledged engine: its convergence certificate counts an observation
+// only while Settled, which sees every push in transit, whereas a push the
+// published flows count twice is visible to no one.
 //
 // The list of unacknowledged pushes is state the injectors of package sdc do
 // not see through Words: a flip there acts, once merged, like a flip in the

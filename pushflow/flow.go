@@ -147,6 +147,22 @@ func NewPublished(cfg gossip.Config) (*Machine, error) {
 // cfg.Tau is the relative threshold; zero selects defaultTau. Packages pflc
 // and pfcc call it; most callers want those.
 func NewChecked(cfg gossip.Config, c Correction, defaultTau float64) (*Machine, error) {
+	return checked(cfg, c, defaultTau, true)
+}
+
+// NewCheckedPublished returns PFLC or PFCC as the thesis wrote them: the
+// checksums and corrections of NewChecked on top of Algorithm 3's flows
+// (NewPublished), where a received flow always overwrites the local one. A
+// lost push is then repaired by the next message on the edge in either
+// direction, as in the thesis's loss experiments (4.2), but concurrent
+// messages break flow conservation until a later message repairs it, and
+// Settled is always true since no push is tracked. docs/sdc.md measures the
+// trade-off; the live runtime keeps the acknowledged engine of NewChecked.
+func NewCheckedPublished(cfg gossip.Config, c Correction, defaultTau float64) (*Machine, error) {
+	return checked(cfg, c, defaultTau, false)
+}
+
+func checked(cfg gossip.Config, c Correction, defaultTau float64, tagged bool) (*Machine, error) {
 	if c != Local && c != Cooperative {
 		return nil, fmt.Errorf("pushflow: %w: correction %d", gossip.ErrInvalidConfig, c)
 	}
@@ -156,7 +172,7 @@ func NewChecked(cfg gossip.Config, c Correction, defaultTau float64) (*Machine, 
 	if cfg.Tau == 0 {
 		cfg.Tau = defaultTau
 	}
-	return build(cfg, true, c)
+	return build(cfg, tagged, c)
 }
 
 func build(cfg gossip.Config, tagged bool, c Correction) (*Machine, error) {

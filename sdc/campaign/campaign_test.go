@@ -78,3 +78,38 @@ func TestRatesAndLoss(t *testing.T) {
 	_, err = (&campaign.Loss{Common: common(t, "pf"), Rates: []float64{1}}).Run(context.Background())
 	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)
 }
+
+// TestPublishedCheckedVariants: PFLC and PFCC on the thesis's own flows
+// still recover from a flipped exponent bit, and their loss overhead stays
+// near the thesis's bound, unlike the acknowledged engine's.
+func TestPublishedCheckedVariants(t *testing.T) {
+	// 500: the published flows need about 1.5 times Push-Sum's messages
+	// (215 against 142 here at eps 1e-12, docs/sdc.md's table 2.1 ratio).
+	c := common(t, "pflc-published", "pfcc-published")
+	c.MaxMsgs = 500
+	s := campaign.Sweep{Common: c, Bits: []int{60}, Targets: []sdc.Target{sdc.Value}, After: 40}
+	res, err := s.Run(context.Background())
+	require.NoError(t, err)
+	require.Len(t, res.Points, 2)
+	for _, p := range res.Points {
+		assert.Equal(t, 3, p.FlippedRuns, p.Algo)
+		assert.Equal(t, 3, p.ConvergedRuns, p.Algo)
+	}
+
+	g, err := topology.Hypercube(32)
+	require.NoError(t, err)
+	l := campaign.Loss{Common: campaign.Common{Algorithms: []string{"pf", "pfcc-published"}, Overlay: g,
+		Epsilon: 1e-14, Runs: 10, Seed: 1, MaxMsgs: 5000}, Rates: []float64{0.2}}
+	pts, err := l.Run(context.Background())
+	require.NoError(t, err)
+	require.Len(t, pts, 4)
+	ack, pub := pts[1], pts[3]
+	require.Equal(t, "pfcc-published", pub.Algo)
+	assert.Equal(t, 10, pub.ConvergedRuns)
+	// Measured with these seeds: +23.6 % for the published flows (bound
+	// 25 %), +117 % for acknowledged ones; the slack of a fifth of the
+	// bound covers the spread between 10 and 20 runs (+23.6 against
+	// +25.9 %).
+	assert.Less(t, pub.Overhead, 1.2*pub.Bound)
+	assert.Greater(t, ack.Overhead, 3*pub.Overhead, "acknowledged flows repair a loss only on the sender's next push")
+}
