@@ -1044,7 +1044,8 @@ func (m *Machine) plausible(o *op, values, ext []float64) bool {
 	return true
 }
 
-// best is this member's own estimate, for an operation that gives up.
+// best is this member's own estimate, for an operation that gives up; its
+// Value is nil when the estimate is not finite.
 func (m *Machine) best() Result {
 	o := m.cur
 	if o.m == nil {
@@ -1054,6 +1055,11 @@ func (m *Machine) best() Result {
 	live := m.r.n
 	if o.cert != nil {
 		live = o.cert.live()
+	}
+	if gossip.CheckFinite(m.est) != nil {
+		// A weight that is momentarily zero (all of it sent away) or a
+		// corrupted state has no estimate to offer: no value beats NaN.
+		return Result{Extremes: slices.Clone(o.ext), Epoch: o.epoch, Live: live, Root: m.r.ID}
 	}
 	v := slices.Clone(m.est)
 	if o.req.Sum {

@@ -1,6 +1,8 @@
 package member_test
 
 import (
+	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -55,4 +57,33 @@ func TestMismatchNamesTheSender(t *testing.T) {
 			assert.Contains(t, out.Err.Error(), "not authenticated")
 		}
 	}
+}
+
+// nanEstimate is a machine whose estimate is not finite, as a machine's is
+// when its weight is momentarily zero or its state corrupted.
+type nanEstimate struct{ gossip.Machine }
+
+func (nanEstimate) Estimate(dst []float64) []float64 { return append(dst, math.NaN()) }
+
+// A member that gives up returns its own estimate, but never a NaN one.
+func TestGiveUpNeverReturnsNaN(t *testing.T) {
+	g, err := topology.Parse("complete", 2)
+	require.NoError(t, err)
+	spec, err := algo.Lookup("pfcc")
+	require.NoError(t, err)
+	inner := spec.New
+	spec.New = func(c gossip.Config) (gossip.Machine, error) {
+		m, err := inner(c)
+		return nanEstimate{m}, err
+	}
+	m, err := member.New(member.Config{ID: 0, Graph: g, Algorithm: spec, Diameter: 1,
+		Epsilon: 1e-9, Idle: time.Millisecond, Suspect: 100 * time.Millisecond, Tick: time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, m.Begin(0, member.Op{Values: []float64{1}}))
+	m.GiveUp(time.Second, context.DeadlineExceeded)
+	out, ok := m.TakeOutcome()
+	require.True(t, ok)
+	require.ErrorIs(t, out.Err, member.ErrNotConverged)
+	assert.Nil(t, out.Result.Value, "no estimate rather than NaN")
+	assert.Equal(t, uint64(1), out.Result.Epoch)
 }

@@ -14,7 +14,8 @@ import (
 var (
 	// ErrNotConverged reports an operation that ended (its context, or the
 	// caller's give-up) before the group agreed on a result. The Result then
-	// holds this member's own estimate, which the other members do not share.
+	// holds this member's own estimate, which the other members do not share,
+	// or no Value when that estimate is not finite (never NaN or Inf).
 	ErrNotConverged = errors.New("member: not converged")
 	// ErrExcluded reports that the group declared this member dead (it was
 	// silent for too long, or cut off) and finished the operation without
