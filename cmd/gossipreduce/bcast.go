@@ -35,7 +35,7 @@ func (b *bcastFlags) register(fs *flag.FlagSet) {
 	b.fs = fs
 	fs.StringVar(&b.scheme, "scheme", "tree:binomial", "tree:binomial|tree:kary:K|tree:lame:K|tree:optimal|gossip|bmg|ack:<tree>")
 	fs.StringVar(&b.order, "order", "interleaved", "tree numbering: interleaved|inorder")
-	fs.StringVar(&b.correction, "correction", "checked", "none|opportunistic:D|optimized:D|opportunistic-synchronized:D|optimized-synchronized:D|checked|checked-overlapped|failproof:F")
+	fs.StringVar(&b.correction, "correction", "checked", "none|opportunistic:D|optimized:D|opportunistic-synchronized:D|optimized-synchronized:D|checked|checked-overlapped|failproof:F; D messages each way, or D/2 for D in all, split between the two directions")
 	registerLogP(fs, &b.nodes, &b.l, &b.o)
 }
 
