@@ -164,6 +164,7 @@ type gossipTimeRow struct {
 	ArgMin    int     `json:"argmin"`
 	K         int     `json:"k_hat"`
 	Latency   float64 `json:"latency_estimate"`
+	Ties      []int   `json:"tied_minimisers"`
 }
 
 // gossipTimeReport is what bcast gossip-time prints.
@@ -188,15 +189,15 @@ func (c *bcastGossipTimeCmd) exec(_ context.Context, out *stdio) error {
 		if err != nil {
 			return usagef("%v", err)
 		}
-		r.Choices = append(r.Choices, gossipTimeRow{a.name, ch.T, ch.ArgMin, ch.K, ch.Latency})
+		r.Choices = append(r.Choices, gossipTimeRow{a.name, ch.T, ch.ArgMin, ch.K, ch.Latency, ch.Ties})
 	}
 	return out.print(r)
 }
 
 func (r gossipTimeReport) text(w io.Writer) error {
-	fmt.Fprintf(w, "N=%d L=%d o=%d delta=%g (T = smallest argmin + o)\n", r.Nodes, r.L, r.O, r.Delta)
+	fmt.Fprintf(w, "N=%d L=%d o=%d delta=%g (T = argmin + o; of tied minimisers the one that withstands the smallest delta)\n", r.Nodes, r.L, r.O, r.Delta)
 	for _, c := range r.Choices {
-		fmt.Fprintf(w, "%s: T=%d (argmin %d, K̂=%d, estimated latency %.0f)\n", c.Algorithm, c.T, c.ArgMin, c.K, c.Latency)
+		fmt.Fprintf(w, "%s: T=%d (argmin %d of %v, K̂=%d, estimated latency %.0f)\n", c.Algorithm, c.T, c.ArgMin, c.Ties, c.K, c.Latency)
 	}
 	return nil
 }

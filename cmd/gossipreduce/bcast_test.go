@@ -100,8 +100,8 @@ func TestBcastSimText(t *testing.T) {
 	assert.Contains(t, out, "+ 1 during the run")
 	code, out, errs = runCLI(t, "bcast", "gossip-time", "--nodes", "1024", "--L", "1", "--o", "1")
 	require.Equal(t, 0, code, errs)
-	assert.Contains(t, out, "ocg: T=24")
-	assert.Contains(t, out, "ccg: T=25")
+	assert.Contains(t, out, "ocg: T=24 (argmin 23 of [23 24]")
+	assert.Contains(t, out, "ccg: T=27 (argmin 26 of [24 26]")
 }
 
 // --gossip-model rounds: gossip alone in corrected gossip's unsynchronized
