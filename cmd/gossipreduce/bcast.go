@@ -195,7 +195,7 @@ func (c *bcastGossipTimeCmd) exec(_ context.Context, out *stdio) error {
 }
 
 func (r gossipTimeReport) text(w io.Writer) error {
-	fmt.Fprintf(w, "N=%d L=%d o=%d delta=%g (T = argmin + o; of tied minimisers the one that withstands the smallest delta)\n", r.Nodes, r.L, r.O, r.Delta)
+	fmt.Fprintf(w, "N=%d L=%d o=%d delta=%g (T = argmin + o; of tied minimisers, the one whose K̂ holds down to the smallest delta)\n", r.Nodes, r.L, r.O, r.Delta)
 	for _, c := range r.Choices {
 		fmt.Fprintf(w, "%s: T=%d (argmin %d of %v, K̂=%d, estimated latency %.0f)\n", c.Algorithm, c.T, c.ArgMin, c.Ties, c.K, c.Latency)
 	}
