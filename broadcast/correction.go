@@ -28,7 +28,8 @@ func (c *CorrectionState) Heard(p *Plan, fromRight bool, dist int) {
 	case CorrectionOptimized:
 		// j at distance δ ≤ D to the right sent us its δ-th leftward
 		// message, so it has dealt with the processes between us and it,
-		// and it covers the first D-δ processes to our left; our right is
+		// and it covers the first D-δ processes to our left (D the
+		// leftward messages per process, ⌊D/2⌋ when split); our right is
 		// covered by j and what lies right of it. Applied to messages from
 		// the left too, as the paper has it, two neighbours that receive
 		// each other's messages first each skip what they believe the
@@ -36,7 +37,7 @@ func (c *CorrectionState) Heard(p *Plan, fromRight bool, dist int) {
 		// direction keeps every reliance pointing right, so coverage holds.
 		if fromRight {
 			c.rOff = p.dr
-			c.lOff = max(c.lOff, min(int32(p.spec.Correction.D)-d, p.dl))
+			c.lOff = max(c.lOff, min(p.reachL-d, p.dl))
 		}
 	}
 }

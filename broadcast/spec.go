@@ -139,8 +139,13 @@ const (
 type Correction struct {
 	Kind CorrectionKind
 	// D is the distance of (optimized) opportunistic correction: messages
-	// per direction.
+	// per direction, or, with Split, in both directions together.
 	D int
+	// Split divides D between the two directions, ⌊D/2⌋ to the left and
+	// the rest to the right, as corrected trees' reference simulator
+	// (flogsim) reads its d: the paper's "up to 4 messages in each
+	// direction" ran there as 2 each way. Written "opportunistic:4/2".
+	Split bool
 	// F is the number of failures during the operation that fail-proof
 	// correction tolerates.
 	F int
@@ -153,7 +158,8 @@ type Correction struct {
 }
 
 // String returns the command-line text: "none", "opportunistic:4",
-// "optimized:4", "checked", "checked-overlapped", "failproof:1"; the
+// "optimized:4", "optimized:4/2" (split), "checked", "checked-overlapped",
+// "failproof:1"; the
 // overlapped opportunistic and synchronized checked forms are the
 // unadorned ones, the others carry "-synchronized" or "-overlapped".
 func (c Correction) String() string {
@@ -168,7 +174,11 @@ func (c Correction) String() string {
 		if c.Synchronized {
 			name += "-synchronized"
 		}
-		return name + ":" + strconv.Itoa(c.D)
+		name += ":" + strconv.Itoa(c.D)
+		if c.Split {
+			name += "/2"
+		}
+		return name
 	case CorrectionChecked:
 		if c.Synchronized {
 			return "checked"
@@ -182,7 +192,10 @@ func (c Correction) String() string {
 
 // ParseCorrection reads none, opportunistic:D, optimized:D (overlapped
 // after a tree), opportunistic-synchronized:D, optimized-synchronized:D,
-// checked (synchronized), checked-overlapped and failproof:F.
+// checked (synchronized), checked-overlapped and failproof:F. The
+// opportunistic forms send D messages in each direction; written D/2
+// (opportunistic:4/2, optimized-synchronized:5/2, …) they send D in all,
+// ⌊D/2⌋ to the left and the rest to the right (Correction.Split).
 func ParseCorrection(s string) (Correction, error) {
 	bad := func(why string) (Correction, error) {
 		return Correction{}, fmt.Errorf("broadcast: %w: correction %q: %s", gossip.ErrInvalidConfig, s, why)
@@ -212,6 +225,9 @@ func ParseCorrection(s string) (Correction, error) {
 			c.Kind = CorrectionOptimized
 		}
 		c.Synchronized = strings.HasSuffix(name, "-synchronized")
+		if d, ok := strings.CutSuffix(param, "/2"); ok {
+			param, c.Split = d, true
+		}
 		d, err := num()
 		if err != nil {
 			return Correction{}, err
@@ -227,7 +243,7 @@ func ParseCorrection(s string) (Correction, error) {
 		c.F = f
 		hasParam = false
 	default:
-		return bad("want none, opportunistic:D, optimized:D, checked, checked-overlapped or failproof:F")
+		return bad("want none, opportunistic:D[/2], optimized:D[/2], checked, checked-overlapped or failproof:F")
 	}
 	if hasParam {
 		return bad(name + " takes no parameter")
@@ -288,14 +304,16 @@ type Plan struct {
 	tree  *Tree
 	start int64 // synchronized correction start (broadcast time)
 	sync  bool
-	gT    int64   // gossip: last moment a send may end
-	dl    int32   // opportunistic: messages to the left
-	dr    int32   // opportunistic: messages to the right
-	f     int     // fail-proof
-	bmg   []int32 // BMG neighbour offsets in send order
-	sos   int64
-	ack   int64
-	kHat  int // gossip: K̂ (or Ĝ for fail-proof) at the chosen T
+	gT    int64 // gossip: last moment a send may end
+	dl    int32 // opportunistic: messages to the left
+	dr    int32 // opportunistic: messages to the right
+	// opportunistic: messages each way before clamping to the ring
+	reachL, reachR int32
+	f              int     // fail-proof
+	bmg            []int32 // BMG neighbour offsets in send order
+	sos            int64
+	ack            int64
+	kHat           int // gossip: K̂ (or Ĝ for fail-proof) at the chosen T
 }
 
 // NewPlan validates spec and derives the shared plan.
@@ -329,11 +347,16 @@ func NewPlan(spec Spec) (*Plan, error) {
 		if c.D < 1 {
 			return nil, fmt.Errorf("broadcast: %w: opportunistic correction needs D ≥ 1", gossip.ErrInvalidConfig)
 		}
+		p.reachL, p.reachR = int32(c.D), int32(c.D)
+		if c.Split {
+			p.reachL = int32(c.D / 2)
+			p.reachR = int32(c.D) - p.reachL
+		}
 		// Never send to oneself or twice to a process: on a ring of N the
 		// other N-1 processes lie at left distances 1 … ⌈(N-1)/2⌉ and right
 		// distances 1 … ⌊(N-1)/2⌋.
-		p.dl = int32(min(c.D, spec.Nodes/2))
-		p.dr = int32(min(c.D, (spec.Nodes-1)/2))
+		p.dl = min(p.reachL, int32(spec.Nodes/2))
+		p.dr = min(p.reachR, int32((spec.Nodes-1)/2))
 	case CorrectionFailProof:
 		if c.F < 1 || c.F > MaxFailProof {
 			return nil, fmt.Errorf("broadcast: %w: fail-proof correction needs 1 ≤ F ≤ %d", gossip.ErrInvalidConfig, MaxFailProof)

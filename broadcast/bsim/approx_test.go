@@ -13,7 +13,10 @@ import (
 // Corrected gossip, Lemma 1 and equations 2-4, N = n = 1024, L = O = 1,
 // δ = 6.93·10⁻⁷: c(t) grows fastest around 512 colored (the paper's
 // figure 1: "up to around 512 nodes (t ≈ 18)"), and the approximations
-// choose T = 24 for OCG and 25 for CCG, as in the paper.
+// choose T = 24 for OCG, as in the paper, and 27 for CCG: equation 4 is
+// minimal at T = 24 and 26, and the paper's tie rule keeps the T that
+// withstands the largest reduction in δ, 26 (the paper reports 25, the
+// smaller minimiser plus one O).
 func TestGossipApproximations(t *testing.T) {
 	m := GossipModel{Nodes: 1024, Model: broadcast.LogP{L: 1, O: 1}, Delta: broadcast.DefaultDelta, F: 1}
 	c, err := ExpectedColored(m, 40)
@@ -36,10 +39,19 @@ func TestGossipApproximations(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 24, ocg.T)
 	assert.Equal(t, 23, ocg.ArgMin)
+	assert.Equal(t, []int{23, 24}, ocg.Ties)
 	ccg, err := OptimalGossipTime(m, GossipChecked)
 	require.NoError(t, err)
-	assert.Equal(t, 25, ccg.T)
-	assert.Equal(t, 24, ccg.ArgMin)
+	assert.Equal(t, 27, ccg.T)
+	assert.Equal(t, 26, ccg.ArgMin)
+	assert.Equal(t, []int{24, 26}, ccg.Ties)
+	// The tie rule: the kept minimiser's K̂ holds for a smaller δ than the
+	// other's. Just below the other's tail, the other's K̂ grows and the
+	// kept one is the only minimiser left.
+	other, err := OptimalGossipTime(GossipModel{Nodes: 1024, Model: m.Model, Delta: 4e-7}, GossipChecked)
+	require.NoError(t, err)
+	assert.Equal(t, []int{26}, other.Ties, "δ = 4·10⁻⁷ lies between the tails 3.4·10⁻⁷ (T = 26) and 5.9·10⁻⁷ (T = 24)")
+	assert.Equal(t, 27, other.T)
 	fcg, err := OptimalGossipTime(m, GossipFailProof)
 	require.NoError(t, err)
 	assert.Greater(t, fcg.T, ccg.T, "fail-proof correction takes longer, so gossip longer")

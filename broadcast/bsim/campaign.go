@@ -27,6 +27,13 @@ const (
 	EngineFast
 	// EngineMachines drives one broadcast.Machine per process (SimulateMachines).
 	EngineMachines
+	// EngineRounds simulates gossip alone in unsynchronized rounds, the
+	// model of corrected gossip's 95.1 % example (RoundSimulator); the
+	// plan's gossip time is the number of rounds.
+	EngineRounds
+	// EngineSyncRounds simulates gossip alone in synchronous push rounds
+	// (RoundSimulator with synchronous set).
+	EngineSyncRounds
 )
 
 // String returns "auto", "fast" or "machines".
@@ -38,11 +45,16 @@ func (e Engine) String() string {
 		return "fast"
 	case EngineMachines:
 		return "machines"
+	case EngineRounds:
+		return "rounds"
+	case EngineSyncRounds:
+		return "sync-rounds"
 	}
 	return fmt.Sprintf("engine(%d)", uint8(e))
 }
 
-// ParseEngine reads "auto", "fast" or "machines".
+// ParseEngine reads "auto", "fast", "machines", "rounds" or
+// "sync-rounds".
 func ParseEngine(s string) (Engine, error) {
 	switch s {
 	case "auto", "":
@@ -51,15 +63,20 @@ func ParseEngine(s string) (Engine, error) {
 		return EngineFast, nil
 	case "machines", "reference":
 		return EngineMachines, nil
+	case "rounds":
+		return EngineRounds, nil
+	case "sync-rounds":
+		return EngineSyncRounds, nil
 	}
-	return 0, fmt.Errorf("bsim: %w: engine %q (want auto, fast or machines)", gossip.ErrInvalidConfig, s)
+	return 0, fmt.Errorf("bsim: %w: engine %q (want auto, fast, machines, rounds or sync-rounds)", gossip.ErrInvalidConfig, s)
 }
 
 // Campaign is a series of simulated broadcasts of one plan with random
 // failures. Run i uses the seed Seed+i: it chooses the failed processes
 // (from rand.NewPCG(Seed+i, 1<<63)) and the gossip targets (process v
-// draws from rand.NewPCG(Seed+i, v)), so "--seed Seed+i --runs 1" replays
-// run i alone.
+// draws from rand.NewPCG(Seed+i, v); the round model draws everything from
+// rand.NewPCG(Seed+i, 1<<62)), so "--seed Seed+i --runs 1" replays run i
+// alone.
 type Campaign struct {
 	Plan *broadcast.Plan
 	// Faults is the number of processes (never the root) failed before
@@ -173,6 +190,13 @@ func (c Campaign) Run(ctx context.Context) (Summary, error) {
 			return Summary{}, fmt.Errorf("bsim: %w: the fast engine does not run %s with %s and failures during the run", gossip.ErrInvalidConfig, spec.Scheme, spec.Correction)
 		}
 	case EngineMachines:
+	case EngineRounds, EngineSyncRounds:
+		if err := roundsSupported(c.Plan); err != nil {
+			return Summary{}, err
+		}
+		if c.OnlineFaults > 0 {
+			return Summary{}, fmt.Errorf("bsim: %w: the round model has no failures during the run", gossip.ErrInvalidConfig)
+		}
 	default:
 		return Summary{}, fmt.Errorf("bsim: %w: engine %d", gossip.ErrInvalidConfig, engine)
 	}
@@ -192,14 +216,11 @@ func (c Campaign) Run(ctx context.Context) (Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var sim *Simulator
-			if engine == EngineFast {
-				var err error
-				if sim, err = NewSimulator(c.Plan); err != nil {
-					errOnce.Do(func() { firstErr = err })
-					cancel()
-					return
-				}
+			sim, err := newRunner(c.Plan, engine)
+			if err != nil {
+				errOnce.Do(func() { firstErr = err })
+				cancel()
+				return
 			}
 			var dead []bool
 			for {
@@ -236,8 +257,26 @@ func (c Campaign) Run(ctx context.Context) (Summary, error) {
 	return s, nil
 }
 
+// runner is an engine that keeps its buffers between runs: the fast engine
+// or the round model.
+type runner interface {
+	Run(ctx context.Context, dead []bool, seed uint64, detail bool) (Result, error)
+}
+
+// newRunner returns the reusable engine of a worker, or nil for the
+// machines, which build their state afresh each run.
+func newRunner(plan *broadcast.Plan, e Engine) (runner, error) {
+	switch e {
+	case EngineFast:
+		return NewSimulator(plan)
+	case EngineRounds, EngineSyncRounds:
+		return NewRoundSimulator(plan, e == EngineSyncRounds)
+	}
+	return nil, nil
+}
+
 // one runs the broadcast of seed.
-func (c Campaign) one(ctx context.Context, sim *Simulator, seed uint64, dead *[]bool) (Result, error) {
+func (c Campaign) one(ctx context.Context, sim runner, seed uint64, dead *[]bool) (Result, error) {
 	n := c.Plan.Nodes()
 	src := rand.NewPCG(seed, 1<<63)
 	d, err := drawDead(src, n, c.Faults, *dead)

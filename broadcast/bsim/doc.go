@@ -16,6 +16,10 @@
 //     (broadcast.CorrectionState, the plan's tree, deadline and gossip
 //     time) to flat arrays and a bucket queue, and its results equal the
 //     reference's, process by process, at a small fraction of the cost.
+//   - [RoundSimulator]: gossip alone in rounds instead of LogP time,
+//     unsynchronized (corrected gossip's model for its 95.1 % example) or
+//     synchronous; campaigns select it with [EngineRounds] or
+//     [EngineSyncRounds].
 //   - [Campaign]: many runs of one plan in parallel, run i with seed
 //     Seed+i so that any run can be replayed alone, summarised in
 //     nearest-rank percentiles ([Summary], [Dist], [Percentile]).

@@ -221,9 +221,11 @@ func TestExperimentTable1(t *testing.T) {
 
 // TestExperimentOpportunistic counts runs that leave a live process
 // uncolored under optimized opportunistic correction with d = 4 (the
-// paper's default, overlapped after the tree) at 1 %, 2 % and 4 % failed,
-// and, for contrast, under the synchronized variant in which processes
-// colored by correction stay silent.
+// paper's default, overlapped after the tree) at 1 %, 2 % and 4 % failed:
+// split between the directions as the reference simulator reads d (4/2,
+// 2 messages each way), 4 each way as the paper's text says, and, for
+// contrast, the synchronized variant in which processes colored by
+// correction stay silent.
 func TestExperimentOpportunistic(t *testing.T) {
 	const n = 65536
 	m := broadcast.LogP{L: 2, O: 1}
@@ -237,9 +239,9 @@ func TestExperimentOpportunistic(t *testing.T) {
 		Quiescence       Dist
 	}
 	var rows []row
-	for ci, corr := range []string{"optimized:4", "optimized-synchronized:4"} {
+	for ci, corr := range []string{"optimized:4/2", "optimized:4", "optimized-synchronized:4"} {
 		runs := *expOppRuns
-		if ci == 1 {
+		if ci == 2 {
 			runs = max(runs/10, 100)
 		}
 		for _, rate := range []float64{0.01, 0.02, 0.04} {
@@ -251,7 +253,7 @@ func TestExperimentOpportunistic(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nOpportunistic correction, d = 4, P = %d, L = 2, o = 1\n\n| correction | tree | F (%%) | runs | runs with an uncolored live process | most uncolored in a run | correction msgs/process mean | quiescence p50/max |\n|---|---|---|---|---|---|---|---|\n", n)
+	fmt.Fprintf(&b, "\nOptimized opportunistic correction, d = 4, P = %d, L = 2, o = 1\n\n| correction | tree | F (%%) | runs | runs with an uncolored live process | most uncolored in a run | correction msgs/process mean | quiescence p50/max |\n|---|---|---|---|---|---|---|---|\n", n)
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %g | %d | %d | %g | %.3f | %g/%g |\n", r.Correction, r.Tree, 100*r.Rate, r.Runs, r.UncoloredRuns, r.UncoloredMax, r.CorrMsgs.Mean, r.Quiescence.P50, r.Quiescence.Max)
 	}
@@ -259,9 +261,9 @@ func TestExperimentOpportunistic(t *testing.T) {
 	fmt.Print(b.String())
 	writeData(t, "bcast-opportunistic.json", map[string]any{"nodes": n, "L": 2, "o": 1, "seed": *expSeed, "rows": rows})
 	for _, r := range rows {
-		if r.Correction == "optimized:4" {
+		if r.Correction != "optimized-synchronized:4" {
 			// Every run stays far below the synchronized variant's misses.
-			assert.LessOrEqual(t, r.UncoloredRuns, r.Runs/100, "%s %.0f%%", r.Tree, 100*r.Rate)
+			assert.LessOrEqual(t, r.UncoloredRuns, r.Runs/100, "%s %s %.0f%%", r.Tree, r.Correction, 100*r.Rate)
 		}
 	}
 }
@@ -327,7 +329,11 @@ func TestExperimentFig67(t *testing.T) {
 			best, bestT := Summary{}, int64(-1)
 			lo, hi := T0, T0
 			if g.corr == "checked" {
-				lo, hi = T0-6, T0+2
+				// From 6 below the smallest minimiser of equation 4 (plus
+				// the margin) to 2 above the chosen T.
+				ch, err := OptimalGossipTime(GossipModel{Nodes: n, Model: m, Delta: broadcast.DefaultDelta}, GossipChecked)
+				require.NoError(t, err)
+				lo, hi = int64(ch.Ties[0]+m.O-6), T0+2
 			}
 			for T := lo; T <= hi; T++ {
 				sp := base.Spec()
@@ -461,8 +467,9 @@ func TestExperimentGossip(t *testing.T) {
 	ccg, err := OptimalGossipTime(gm, GossipChecked)
 	require.NoError(t, err)
 	assert.Equal(t, 24, ocg.T)
-	assert.Equal(t, 25, ccg.T)
-	fmt.Fprintf(&b, "\nApproximations, N = 1024, L = O = 1, δ = %g: OCG T = %d (argmin %d, K̂ = %d); CCG T = %d (argmin %d, K̂ = %d); paper 24 and 25\n", broadcast.DefaultDelta, ocg.T, ocg.ArgMin, ocg.K, ccg.T, ccg.ArgMin, ccg.K)
+	assert.Equal(t, 27, ccg.T, "the tie rule keeps 26 of the minimisers 24 and 26")
+	fmt.Fprintf(&b, "\nApproximations, N = 1024, L = O = 1, δ = %g: OCG T = %d (argmin %d of %v, K̂ = %d); CCG T = %d (argmin %d of %v, K̂ = %d); paper 24 and 25\n",
+		broadcast.DefaultDelta, ocg.T, ocg.ArgMin, ocg.Ties, ocg.K, ccg.T, ccg.ArgMin, ccg.Ties, ccg.K)
 	type tRow struct {
 		T                             int
 		Estimate                      float64

@@ -111,12 +111,8 @@ func NewSimulator(plan *broadcast.Plan) (*Simulator, error) {
 // before the start (nil for none) and gossip targets drawn from
 // rand.NewPCG(seed, id), exactly as SimulateMachines would.
 func (s *Simulator) Run(ctx context.Context, dead []bool, seed uint64, detail bool) (Result, error) {
-	n := int(s.n)
-	if dead != nil && len(dead) != n {
-		return Result{}, fmt.Errorf("bsim: %w: failure vector for %d processes", gossip.ErrLength, n)
-	}
-	if dead != nil && dead[0] {
-		return Result{}, fmt.Errorf("bsim: %w: the root must stay alive", gossip.ErrInvalidConfig)
+	if err := checkDead(dead, int(s.n)); err != nil {
+		return Result{}, err
 	}
 	s.reset(dead, seed)
 	s.ps[0].colorAt = 0
@@ -126,6 +122,18 @@ func (s *Simulator) Run(ctx context.Context, dead []bool, seed uint64, detail bo
 		return Result{}, err
 	}
 	return s.result(detail), nil
+}
+
+// checkDead validates a failure vector of the processes failed before the
+// start: nil, or one entry per process with the root alive.
+func checkDead(dead []bool, n int) error {
+	if dead != nil && len(dead) != n {
+		return fmt.Errorf("bsim: %w: failure vector for %d processes", gossip.ErrLength, n)
+	}
+	if dead != nil && dead[0] {
+		return fmt.Errorf("bsim: %w: the root must stay alive", gossip.ErrInvalidConfig)
+	}
+	return nil
 }
 
 func (s *Simulator) reset(dead []bool, seed uint64) {

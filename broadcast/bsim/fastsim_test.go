@@ -26,7 +26,7 @@ func TestFastMatchesMachines(t *testing.T) {
 		sizes = []int{3, 64, 200}
 		trials = 4
 	}
-	corrections := []string{"none", "checked", "checked-overlapped", "opportunistic:2", "optimized:3",
+	corrections := []string{"none", "checked", "checked-overlapped", "opportunistic:2", "optimized:5/2",
 		"opportunistic-synchronized:4", "optimized-synchronized:2"}
 	models := []broadcast.LogP{{L: 2, O: 1}, {L: 1, O: 2}}
 	src := rand.NewPCG(77, 78)

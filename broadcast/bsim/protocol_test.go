@@ -174,15 +174,16 @@ func TestOpportunisticKAryGuarantee(t *testing.T) {
 
 // Optimized opportunistic correction colors exactly the processes plain
 // opportunistic correction colors (it only skips what others cover), in
-// both modes, over many failure sets.
+// both modes, with d per direction or split between them, over many
+// failure sets.
 func TestOptimizedColorsWhatPlainColors(t *testing.T) {
 	ctx := context.Background()
 	src := rand.NewPCG(8, 8)
 	for _, mode := range []string{"", "-synchronized"} {
 		for _, scheme := range []string{"tree:binomial", "tree:lame:2", "gossip"} {
-			for _, d := range []int{1, 2, 4} {
-				plain := plantest.MustPlan(t, scheme, fmt.Sprintf("opportunistic%s:%d", mode, d), 600, broadcast.LogP{L: 2, O: 1})
-				opt := plantest.MustPlan(t, scheme, fmt.Sprintf("optimized%s:%d", mode, d), 600, broadcast.LogP{L: 2, O: 1})
+			for _, d := range []string{"1", "2", "4", "4/2", "5/2"} {
+				plain := plantest.MustPlan(t, scheme, fmt.Sprintf("opportunistic%s:%s", mode, d), 600, broadcast.LogP{L: 2, O: 1})
+				opt := plantest.MustPlan(t, scheme, fmt.Sprintf("optimized%s:%s", mode, d), 600, broadcast.LogP{L: 2, O: 1})
 				a, err := NewSimulator(plain)
 				require.NoError(t, err)
 				b, err := NewSimulator(opt)
@@ -195,7 +196,7 @@ func TestOptimizedColorsWhatPlainColors(t *testing.T) {
 					rb, err := b.Run(ctx, fails.Dead, 5, true)
 					require.NoError(t, err)
 					for v := range ra.ColorAt {
-						require.Equal(t, ra.ColorAt[v] >= 0, rb.ColorAt[v] >= 0, "%s%s d=%d process %d", scheme, mode, d, v)
+						require.Equal(t, ra.ColorAt[v] >= 0, rb.ColorAt[v] >= 0, "%s%s d=%s process %d", scheme, mode, d, v)
 					}
 					require.LessOrEqual(t, rb.CorrectionMsgs, ra.CorrectionMsgs)
 				}

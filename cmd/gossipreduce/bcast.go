@@ -35,7 +35,7 @@ func (b *bcastFlags) register(fs *flag.FlagSet) {
 	b.fs = fs
 	fs.StringVar(&b.scheme, "scheme", "tree:binomial", "tree:binomial|tree:kary:K|tree:lame:K|tree:optimal|gossip|bmg|ack:<tree>")
 	fs.StringVar(&b.order, "order", "interleaved", "tree numbering: interleaved|inorder")
-	fs.StringVar(&b.correction, "correction", "checked", "none|opportunistic:D|optimized:D|opportunistic-synchronized:D|optimized-synchronized:D|checked|checked-overlapped|failproof:F")
+	fs.StringVar(&b.correction, "correction", "checked", "none|opportunistic:D|optimized:D|opportunistic-synchronized:D|optimized-synchronized:D|checked|checked-overlapped|failproof:F; D messages each way, or D/2 for D in all, split between the two directions")
 	registerLogP(fs, &b.nodes, &b.l, &b.o)
 }
 
@@ -164,6 +164,7 @@ type gossipTimeRow struct {
 	ArgMin    int     `json:"argmin"`
 	K         int     `json:"k_hat"`
 	Latency   float64 `json:"latency_estimate"`
+	Ties      []int   `json:"tied_minimisers"`
 }
 
 // gossipTimeReport is what bcast gossip-time prints.
@@ -188,15 +189,15 @@ func (c *bcastGossipTimeCmd) exec(_ context.Context, out *stdio) error {
 		if err != nil {
 			return usagef("%v", err)
 		}
-		r.Choices = append(r.Choices, gossipTimeRow{a.name, ch.T, ch.ArgMin, ch.K, ch.Latency})
+		r.Choices = append(r.Choices, gossipTimeRow{a.name, ch.T, ch.ArgMin, ch.K, ch.Latency, ch.Ties})
 	}
 	return out.print(r)
 }
 
 func (r gossipTimeReport) text(w io.Writer) error {
-	fmt.Fprintf(w, "N=%d L=%d o=%d delta=%g (T = smallest argmin + o)\n", r.Nodes, r.L, r.O, r.Delta)
+	fmt.Fprintf(w, "N=%d L=%d o=%d delta=%g (T = argmin + o; of tied minimisers, the one whose K̂ holds down to the smallest delta)\n", r.Nodes, r.L, r.O, r.Delta)
 	for _, c := range r.Choices {
-		fmt.Fprintf(w, "%s: T=%d (argmin %d, K̂=%d, estimated latency %.0f)\n", c.Algorithm, c.T, c.ArgMin, c.K, c.Latency)
+		fmt.Fprintf(w, "%s: T=%d (argmin %d of %v, K̂=%d, estimated latency %.0f)\n", c.Algorithm, c.T, c.ArgMin, c.Ties, c.K, c.Latency)
 	}
 	return nil
 }
@@ -226,7 +227,7 @@ func bcastParseRate(s string) (float64, error) {
 type bcastCmd struct {
 	b                    bcastFlags
 	seed                 seedFlag
-	rate, engine         string
+	rate, engine, model  string
 	faults, online, runs int
 	gossipT, workers     int
 	delta                float64
@@ -248,6 +249,7 @@ func (c *bcastCmd) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.online, "online-faults", 0, "processes failing during the run (machine engine; for fail-proof correction)")
 	fs.IntVar(&c.gossipT, "T", 0, "gossip time T (0: chosen by corrected gossip's approximations)")
 	fs.StringVar(&c.engine, "engine", "auto", "auto|fast|machines")
+	fs.StringVar(&c.model, "gossip-model", "logp", "gossip alone in LogP time (logp), in corrected gossip's unsynchronized rounds (rounds: T rounds, default ⌈1.639·log2 N⌉), or in synchronous push rounds (sync-rounds)")
 }
 
 func (c *bcastCmd) check() error {
@@ -272,8 +274,47 @@ func (c *bcastCmd) check() error {
 	if c.eng, err = bsim.ParseEngine(c.engine); err != nil {
 		return usagef("%v", err)
 	}
+	if err := c.roundModel(&spec); err != nil {
+		return err
+	}
 	if c.plan, err = broadcast.NewPlan(spec); err != nil {
 		return usagef("%v", err)
+	}
+	return nil
+}
+
+// roundModel applies --gossip-model: the round models simulate gossip
+// alone, T rounds (Drezner and Barak's ⌈1.639·log₂ N⌉ unless --T is
+// given), on an engine of their own.
+func (c *bcastCmd) roundModel(spec *broadcast.Spec) error {
+	switch c.model {
+	case "logp":
+		if c.eng == bsim.EngineRounds || c.eng == bsim.EngineSyncRounds {
+			return usagef("--engine %s: use --gossip-model %s", c.engine, c.engine)
+		}
+		return nil
+	case "rounds", "sync-rounds":
+	default:
+		return usagef("--gossip-model %q: want logp, rounds or sync-rounds", c.model)
+	}
+	set := given(c.b.fs)
+	switch {
+	case spec.Scheme.Kind != broadcast.SchemeGossip:
+		return usagef("--gossip-model %s needs --scheme gossip, not %s", c.model, spec.Scheme)
+	case set["correction"] && spec.Correction.Kind != broadcast.CorrectionNone:
+		return usagef("--gossip-model %s simulates gossip alone: --correction none, not %s", c.model, spec.Correction)
+	case set["engine"]:
+		return usagef("--gossip-model %s has its own engine; leave out --engine", c.model)
+	case c.online > 0:
+		return usagef("--gossip-model %s has no failures during the run", c.model)
+	}
+	spec.Correction = broadcast.Correction{}
+	if spec.GossipT == 0 {
+		spec.GossipT = bsim.DreznerBarakRounds(spec.Nodes)
+	}
+	c.eng = bsim.EngineRounds
+	if c.model == "sync-rounds" {
+		c.eng = bsim.EngineSyncRounds
 	}
 	return nil
 }
@@ -316,6 +357,7 @@ type bcastReport struct {
 	RunSeeds        string     `json:"run_seeds"`
 	Engine          string     `json:"engine"`
 	GossipT         int64      `json:"gossip_T,omitempty"`
+	GossipModel     string     `json:"gossip_model,omitempty"`
 	CorrectionStart *int64     `json:"correction_start,omitempty"`
 	BMGDegree       int        `json:"bmg_degree,omitempty"`
 	Coloring        bsim.Dist  `json:"coloring_latency"`
@@ -366,6 +408,10 @@ func newBcastReport(plan *broadcast.Plan, c bsim.Campaign, s bsim.Summary, elaps
 	}
 	if spec.Scheme.Kind == broadcast.SchemeGossip {
 		r.GossipT, _ = plan.GossipTime()
+		r.GossipModel = "logp"
+		if s.Engine == bsim.EngineRounds || s.Engine == bsim.EngineSyncRounds {
+			r.GossipModel = s.Engine.String()
+		}
 	}
 	if st, ok := plan.CorrectionStart(); ok {
 		r.CorrectionStart = &st
@@ -407,7 +453,11 @@ func (r bcastReport) text(w io.Writer) error {
 		fmt.Fprintf(&b, " + %d during the run", r.OnlineFaults)
 	}
 	fmt.Fprintf(&b, "\n%d runs, engine %s, seed %d (run i uses seed %d+i)\n", r.Runs, r.Engine, r.Seed, r.Seed)
-	if r.GossipT > 0 {
+	switch {
+	case r.GossipT > 0 && r.GossipModel != "logp":
+		fmt.Fprintf(&b, "gossip alone, %d %s; latencies in rounds; %.4g%% of runs colored every live process\n",
+			r.GossipT, r.GossipModel, 100*float64(r.Runs-r.UncoloredRuns)/float64(r.Runs))
+	case r.GossipT > 0:
 		fmt.Fprintf(&b, "gossip time T=%d\n", r.GossipT)
 	}
 	if r.CorrectionStart != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,18 +59,30 @@ func TestBcastSimJSON(t *testing.T) {
 		assert.Equal(t, r[f], r2[f], f)
 	}
 	// Run 3 alone, replayed with seed 5+3, matches its line in --per-run.
-	code, lines, _ := runCLI(t, "bcast", "--nodes", "1024", "--faults", "10", "--runs", "5", "--seed", "5", "--json", "--per-run")
-	require.Equal(t, 0, code)
-	code, single, _ := runCLI(t, "bcast", "--nodes", "1024", "--faults", "10", "--runs", "1", "--seed", "8", "--json", "--per-run")
-	require.Equal(t, 0, code)
-	all := strings.Split(strings.TrimSpace(lines), "\n")
-	require.Len(t, all, 5)
-	var third, one map[string]any
-	require.NoError(t, json.Unmarshal([]byte(all[3]), &third))
-	require.NoError(t, json.Unmarshal([]byte(single), &one))
-	delete(third, "run")
+	replayRun(t, 5, 3, 5, "bcast", "--nodes", "1024", "--faults", "10")
+}
+
+// replayRun runs args with --per-run for runs runs from seed, then run i
+// alone with seed seed+i, requires the two lines to agree (but for the run
+// number) and returns run i's line.
+func replayRun(t *testing.T, seed, i, runs int, args ...string) map[string]any {
+	t.Helper()
+	line := func(seed, runs int) []string {
+		a := append(slices.Clone(args), "--seed", strconv.Itoa(seed), "--runs", strconv.Itoa(runs), "--json", "--per-run")
+		code, out, errs := runCLI(t, a...)
+		require.Equal(t, 0, code, errs)
+		return strings.Split(strings.TrimSpace(out), "\n")
+	}
+	all, single := line(seed, runs), line(seed+i, 1)
+	require.Len(t, all, runs)
+	require.Len(t, single, 1)
+	var nth, one map[string]any
+	require.NoError(t, json.Unmarshal([]byte(all[i]), &nth))
+	require.NoError(t, json.Unmarshal([]byte(single[0]), &one))
+	delete(nth, "run")
 	delete(one, "run")
-	assert.Equal(t, third, one)
+	assert.Equal(t, nth, one)
+	return one
 }
 
 func TestBcastSimText(t *testing.T) {
@@ -86,8 +100,30 @@ func TestBcastSimText(t *testing.T) {
 	assert.Contains(t, out, "+ 1 during the run")
 	code, out, errs = runCLI(t, "bcast", "gossip-time", "--nodes", "1024", "--L", "1", "--o", "1")
 	require.Equal(t, 0, code, errs)
-	assert.Contains(t, out, "ocg: T=24")
-	assert.Contains(t, out, "ccg: T=25")
+	assert.Contains(t, out, "ocg: T=24 (argmin 23 of [23 24]")
+	assert.Contains(t, out, "ccg: T=27 (argmin 26 of [24 26]")
+}
+
+// --gossip-model rounds: gossip alone in corrected gossip's unsynchronized
+// rounds, T = ⌈1.639·log₂ N⌉ = 17 for N = 1000 unless given, replayable
+// run by run.
+func TestBcastGossipRounds(t *testing.T) {
+	code, out, errs := runCLI(t, "bcast", "--scheme", "gossip", "--gossip-model", "rounds", "--nodes", "1000", "--runs", "2000", "--seed", "3", "--json")
+	require.Equal(t, 0, code, errs)
+	var r map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	assert.Equal(t, "rounds", r["gossip_model"])
+	assert.Equal(t, "rounds", r["engine"])
+	assert.Equal(t, "none", r["correction"])
+	assert.Equal(t, 17.0, r["gossip_T"])
+	// The paper's 95.1 % of 2000 runs leaves 98 runs with an uncolored
+	// process; the binomial standard deviation is 9.7, and ±40 is over 4.
+	assert.InDelta(t, 98, r["uncolored_runs"], 40)
+	one := replayRun(t, 9, 2, 4, "bcast", "--scheme", "gossip", "--gossip-model", "sync-rounds", "--T", "12", "--nodes", "300", "--faults", "5")
+	assert.Equal(t, 12.0, one["quiescence_latency"])
+	code, out, errs = runCLI(t, "bcast", "--scheme", "gossip", "--gossip-model", "rounds", "--nodes", "100", "--runs", "3", "--seed", "1")
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "gossip alone, 11 rounds")
 }
 
 func TestBcastUsageErrors(t *testing.T) {
@@ -105,6 +141,12 @@ func TestBcastUsageErrors(t *testing.T) {
 		{"bcast", "tree", "--scheme", "gossip"},
 		{"bcast", "extra-argument"},
 		{"bcast", "gossip-time", "--nodes", "1"},
+		{"bcast", "--gossip-model", "coin"},
+		{"bcast", "--gossip-model", "rounds"}, // a tree
+		{"bcast", "--scheme", "gossip", "--gossip-model", "rounds", "--correction", "checked"},
+		{"bcast", "--scheme", "gossip", "--gossip-model", "rounds", "--engine", "fast"},
+		{"bcast", "--scheme", "gossip", "--gossip-model", "rounds", "--online-faults", "1"},
+		{"bcast", "--scheme", "gossip", "--engine", "rounds"},
 	} {
 		code, _, errs := runCLI(t, args...)
 		assert.Equal(t, 2, code, "%v: %s", args, errs)

@@ -37,6 +37,7 @@ type Model struct {
 type Choice struct {
 	T, ArgMin, K  int // T = ArgMin + O; K̂ (or Ĝ) at ArgMin
 	Latency, Tail float64
+	Ties          []int // every T reaching the minimum, increasing
 }
 
 // Colored returns c(j·O) for j = 0 … steps (Lemma 1).
@@ -141,8 +142,11 @@ func ChainQuantile(nodes int, c, delta float64, v int) (g int, tail float64) {
 	return quantile(a, v, delta)
 }
 
-// Optimal returns the smallest T minimising the approximation of alg, plus
-// one O of margin.
+// Optimal returns the T minimising the approximation of alg, plus one O of
+// margin. Among tied minimisers it keeps the one that withstands the
+// largest reduction in δ (corrected gossip III.B and C): a minimiser's K̂,
+// hence its latency, holds until δ falls to its tail, the probability of a
+// longer gap, so the smallest tail wins (the smallest T on equal tails).
 func Optimal(m Model, alg Algorithm) (Choice, error) {
 	o, l := m.O, m.L
 	logN := int(math.Ceil(math.Log2(float64(m.Nodes))))
@@ -176,8 +180,14 @@ func Optimal(m Model, alg Algorithm) (Choice, error) {
 		default:
 			return Choice{}, fmt.Errorf("%w: unknown gossip algorithm %d", gossip.ErrInvalidConfig, alg)
 		}
-		if best.T < 0 || obj < best.Latency {
-			best = Choice{T: t + o, ArgMin: t, K: k, Latency: obj, Tail: tail}
+		switch {
+		case best.T < 0 || obj < best.Latency:
+			best = Choice{T: t + o, ArgMin: t, K: k, Latency: obj, Tail: tail, Ties: []int{t}}
+		case obj == best.Latency:
+			best.Ties = append(best.Ties, t)
+			if tail < best.Tail {
+				best.T, best.ArgMin, best.K, best.Tail = t+o, t, k, tail
+			}
 		}
 	}
 	if best.T < 0 {
