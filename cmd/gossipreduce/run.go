@@ -341,8 +341,8 @@ func printRun(out *stdio, o runOutput) {
 	if o.Live == nil {
 		fmt.Fprintf(w, "  result          none: no member returned one\n")
 	} else {
-		fmt.Fprintf(w, "  result          %v\n", o.Result)
-		fmt.Fprintf(w, "  exact           %v (of the members the result covers)\n", o.Exact)
+		fmt.Fprintf(w, "  result          %s\n", brief(o.Result))
+		fmt.Fprintf(w, "  exact           %s (of the members the result covers)\n", brief(o.Exact))
 		fmt.Fprintf(w, "  max rel error   %.3g\n", *o.MaxRelError)
 		fmt.Fprintf(w, "  identical       %v (the members that returned a result returned the same bits)\n", *o.Identical)
 		fmt.Fprintf(w, "  worse than eps  %d of %d runs\n", o.WorseThanEps, o.Runs)
@@ -398,4 +398,18 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// briefComponents is how many components a text report shows of a vector;
+// the JSON has them all.
+const briefComponents = 8
+
+// brief formats v for a text report: whole when short, else its first
+// components and its length.
+func brief(v []float64) string {
+	if len(v) <= 2*briefComponents {
+		return fmt.Sprint(v)
+	}
+	s := fmt.Sprint(v[:briefComponents])
+	return fmt.Sprintf("%s … %d components (--json has all)]", s[:len(s)-1], len(v))
 }

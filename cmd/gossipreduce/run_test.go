@@ -122,3 +122,13 @@ func TestRunLiveBadInput(t *testing.T) {
 		assert.NotContains(t, stderr, "panic")
 	}
 }
+
+// A text report shows a long vector's first components and its length,
+// not a million numbers; a short one whole.
+func TestBriefVector(t *testing.T) {
+	assert.Equal(t, "[1 2 3]", brief([]float64{1, 2, 3}))
+	long := make([]float64, 1_000_000)
+	long[0] = 7
+	got := brief(long)
+	assert.Equal(t, "[7 0 0 0 0 0 0 0 … 1000000 components (--json has all)]", got)
+}
