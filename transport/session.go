@@ -149,7 +149,7 @@ type peer struct {
 	probed        time.Time          // when the last probe was sent
 	answered      time.Time          // when the last answer to incarnation inc was sent
 	answeredOther time.Time          // when the last answer to another incarnation was sent
-	retry         *time.Timer        // probes again while messages wait for inc
+	retryAt       time.Time          // when the endpoint's retry timer probes again, while messages wait for inc; zero: not armed
 	retries       int                // probes sent by retry since the last Send
 }
 
@@ -267,34 +267,133 @@ const (
 // while messages wait for peer to's incarnation, so that a lost or
 // rate-limited answer cannot hold a message back until the next Send (a
 // member's last announcement has no next Send). The caller holds smu.
+//
+// One timer per endpoint serves every peer (see retries): a member that
+// announces itself to a group of 10,000 whose members are still opening
+// must not start a goroutine per peer whenever the probes fall due.
 func (e *endpoint) armRetryLocked(to gossip.NodeID, p *peer) {
-	if p.retry != nil || len(p.queue) == 0 {
+	if !p.retryAt.IsZero() || len(p.queue) == 0 {
 		return
 	}
 	d := max(e.hub.probeEvery, defaultProbeEvery) << min(p.retries, 10)
-	p.retry = time.AfterFunc(min(d, maxRetryDelay), func() { e.retryProbe(to) })
+	p.retryAt = time.Now().Add(min(d, maxRetryDelay))
+	e.retries.push(p.retryAt, to)
+	e.scheduleRetriesLocked()
 }
 
-func (e *endpoint) retryProbe(to gossip.NodeID) {
+// scheduleRetriesLocked sets the endpoint's retry timer for the earliest
+// probe due. The caller holds smu.
+func (e *endpoint) scheduleRetriesLocked() {
+	at, ok := e.retries.first()
+	if !ok || e.sclosed {
+		return
+	}
+	if e.retryTimer == nil {
+		e.retryTimer = time.AfterFunc(time.Until(at), e.retryDue)
+		e.retryArmed = at
+		return
+	}
+	if e.retryArmed.IsZero() || at.Before(e.retryArmed) {
+		// A timer that has just fired runs retryDue once more: harmless,
+		// it finds nothing due, or what is due.
+		e.retryTimer.Reset(time.Until(at))
+		e.retryArmed = at
+	}
+}
+
+// retryDue probes every peer whose retry has fallen due, from the
+// endpoint's one timer, and sets it for the next.
+func (e *endpoint) retryDue() {
+	type probe struct {
+		to  gossip.NodeID
+		seq uint64
+	}
+	var probes []probe
 	e.smu.Lock()
-	p := e.peers[to]
-	if p == nil {
-		e.smu.Unlock()
-		return
+	e.retryArmed = time.Time{}
+	now := time.Now()
+	for {
+		at, ok := e.retries.first()
+		if !ok || at.After(now) {
+			break
+		}
+		to := e.retries.pop()
+		p := e.peers[to]
+		if p == nil || !p.retryAt.Equal(at) {
+			continue // superseded: the peer was re-armed or dropped
+		}
+		p.retryAt = time.Time{}
+		if e.sclosed || p.inc != 0 || len(p.queue) == 0 || p.retries >= maxRetries {
+			continue
+		}
+		p.retries++
+		p.probed = now
+		probes = append(probes, probe{to, p.nextSeq()})
+		if p.retries < maxRetries {
+			e.armRetryLocked(to, p)
+		}
 	}
-	p.retry = nil
-	if e.sclosed || p.inc != 0 || len(p.queue) == 0 || p.retries >= maxRetries {
-		e.smu.Unlock()
-		return
-	}
-	p.retries++
-	p.probed = time.Now()
-	seq := p.nextSeq()
-	e.armRetryLocked(to, p)
+	e.scheduleRetriesLocked()
 	e.smu.Unlock()
-	if err := e.handshake(to, 0, seq, cProbes); err != nil {
-		e.hub.opts.Logger.Debug("transport: probe not sent", "subject", e.subject, "to", to, "err", err)
+	for _, pr := range probes {
+		if err := e.handshake(pr.to, 0, pr.seq, cProbes); err != nil {
+			e.hub.opts.Logger.Debug("transport: probe not sent", "subject", e.subject, "to", pr.to, "err", err)
+		}
 	}
+}
+
+// retryQueue orders the peers' pending retries by when they fall due (a
+// min-heap; entries a peer has since replaced stay until they surface,
+// and are skipped then).
+type retryQueue []retryEntry
+
+type retryEntry struct {
+	at time.Time
+	to gossip.NodeID
+}
+
+func (q *retryQueue) first() (time.Time, bool) {
+	if len(*q) == 0 {
+		return time.Time{}, false
+	}
+	return (*q)[0].at, true
+}
+
+func (q *retryQueue) push(at time.Time, to gossip.NodeID) {
+	*q = append(*q, retryEntry{at, to})
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h[i].at.Before(h[parent].at) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (q *retryQueue) pop() gossip.NodeID {
+	h := *q
+	to := h[0].to
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, least := 2*i+1, 2*i+2, i
+		if l < len(h) && h[l].at.Before(h[least].at) {
+			least = l
+		}
+		if r < len(h) && h[r].at.Before(h[least].at) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+	*q = h
+	return to
 }
 
 // enqueueLocked queues a copy of m for p, dropping the oldest message when
@@ -468,16 +567,18 @@ func (e *endpoint) closeSessions() {
 }
 
 // discardQueuesLocked discards the messages queued for every peer,
-// counting them in Unsent, and stops the retry timers. The caller holds
+// counting them in Unsent, and stops the retry timer. The caller holds
 // smu.
 func (e *endpoint) discardQueuesLocked() {
 	for _, p := range e.peers {
 		e.countN(cUnsent, uint64(len(p.queue)))
 		p.queue = nil
-		if p.retry != nil {
-			p.retry.Stop()
-			p.retry = nil
-		}
+		p.retryAt = time.Time{}
+	}
+	e.retries = nil
+	if e.retryTimer != nil {
+		e.retryTimer.Stop()
+		e.retryArmed = time.Time{}
 	}
 }
 

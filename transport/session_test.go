@@ -278,8 +278,15 @@ func TestRetiredIncarnation(t *testing.T) {
 	require.NoError(t, eps[1].Close())
 	again, err := tr.Open(testCtx(t), g, 1)
 	require.NoError(t, err)
+	r0 := eps[0].Stats().Received
 	deliverEventually(t, again, eps[0], 10)
 	require.Equal(t, uint64(2), eps[0].Stats().Sessions, "node 0 learned the new incarnation")
+	// deliverEventually may have sent more than one copy while the
+	// session was being learned; let every copy arrive and take it.
+	eventually(t, func() bool { return eps[0].Stats().Received-r0 == again.Stats().Sent }, "every copy of tag 10 arrives")
+	for range again.Stats().Sent - 1 {
+		require.Equal(t, uint64(10), recv(t, eps[0]).Tag)
+	}
 
 	before := eps[0].Stats()
 	require.True(t, tr.Inject(held.subject, held.raw))

@@ -468,10 +468,14 @@ type endpoint struct {
 	ch     chan gossip.Message
 	detach func() error // stops the arrival of messages; set by the transport
 
-	smu     sync.Mutex // guards peers, sclosed and self; never held across a publish
-	peers   map[gossip.NodeID]*peer
-	sclosed bool     // the session layer is closed: nothing is queued or answered
-	self    identity // the claims of this endpoint's node (session.go)
+	smu   sync.Mutex // guards peers, sclosed, self and the retries; never held across a publish
+	peers map[gossip.NodeID]*peer
+
+	retries    retryQueue  // the peers' pending probe retries, earliest first
+	retryTimer *time.Timer // fires at the earliest; nil until first armed
+	retryArmed time.Time   // when retryTimer fires; zero: not set
+	sclosed    bool        // the session layer is closed: nothing is queued or answered
+	self       identity    // the claims of this endpoint's node (session.go)
 
 	dup chan struct{} // closed when self.err is set
 
