@@ -390,6 +390,8 @@ func solveAC(points []ModelPoint, b float64) (ac [2]float64, sse float64, ok boo
 
 // ModelFit is one of our fits next to the thesis's coefficients.
 type ModelFit struct {
+	// Kind and Family say which model this is (Family one of
+	// ModelFamilies); JSON leaves the kind to the caller, which names it.
 	Kind   ModelKind `json:"-"`
 	Family string    `json:"family"`
 	// Ours is fitted to Points, this package's simulations.
