@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -61,9 +62,21 @@ func addLines(p *plot.Plot, order []string, lines map[string]plotter.XYs) error 
 		pts.Shape = plotutil.Shape(i)
 		pts.Radius = vg.Points(2 + 2*float64(n-1-i)/float64(max(1, n-1)))
 		p.Add(l, pts)
-		p.Legend.Add(k, l, pts)
+		p.Legend.Add(k+sameAs(order[:i], lines, lines[k]), l, pts)
 	}
 	return nil
+}
+
+// sameAs is " (= name)" for the first series among names whose points are
+// xys exactly, and "" when there is none: the legend says which lines lie
+// on top of one another.
+func sameAs(names []string, lines map[string]plotter.XYs, xys plotter.XYs) string {
+	for _, n := range names {
+		if slices.Equal(lines[n], xys) {
+			return " (= " + n + ")"
+		}
+	}
+	return ""
 }
 
 // seriesColor is plotutil's dark palette, which repeats after seven
@@ -140,7 +153,7 @@ func PlotErrors(points []Point, eps float64, title, path string) error {
 	}
 	epsLine := plotter.NewFunction(func(float64) float64 { return eps })
 	epsLine.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-	epsLine.Color = color.RGBA{R: 200, A: 255}
+	epsLine.Color = color.Black
 	epsLine.Width = vg.Points(1.5)
 	p.Add(epsLine)
 	p.Legend.Add(fmt.Sprintf("target eps = %g", eps), epsLine)
@@ -410,7 +423,7 @@ func PlotLoss(points []LossPoint, title, path string) error {
 		return fmt.Errorf("campaign: %w", err)
 	}
 	bl.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-	bl.Color = color.RGBA{R: 200, A: 255}
+	bl.Color = color.Black
 	bl.Width = vg.Points(1.5)
 	p.Add(bl)
 	p.Legend.Add("lower bound 1/(1-p) - 1", bl)
