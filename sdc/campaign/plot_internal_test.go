@@ -19,8 +19,9 @@ func TestSameAs(t *testing.T) {
 }
 
 func TestNiceStep(t *testing.T) {
-	// About five intervals of 1, 2 or 5 times a power of ten.
-	for span, want := range map[float64]float64{50: 10, 473: 100, 1: 0.2, 3e-16: 5e-17, 0: 1} {
+	// The least of 1, 2, 5 or 10 times a power of ten that is at least a
+	// fifth of the span: five intervals or a few fewer.
+	for span, want := range map[float64]float64{50: 10, 473: 100, 1: 0.2, 3e-16: 1e-16, 0: 1} {
 		assert.InEpsilon(t, want, niceStep(span), 1e-12, "span %g", span)
 	}
 }
