@@ -76,14 +76,20 @@ func ExamplePredictedRounds() {
 
 func ExampleModel() {
 	g, _ := topology.Hypercube(1024)
-	for _, kind := range []topology.ModelKind{topology.ModelSyncRounds, topology.ModelAsyncMsgs, topology.ModelAsyncFirstMsgs} {
-		f, ok := topology.Model(kind, g)
-		fmt.Printf("%-16s %v %.1f\n", kind, ok, f)
+	for _, kind := range topology.ModelKinds {
+		ours, _ := topology.Model(kind, g)
+		thesis, ok := topology.ThesisModel(kind, g)
+		fmt.Printf("%-18s ours %.1f", kind, ours)
+		if ok {
+			fmt.Printf(", thesis %.1f", thesis)
+		}
+		fmt.Println()
 	}
 	// Output:
-	// sync-rounds      true 223.6
-	// async-msgs       true 372.1
-	// async-first-msgs true 253.4
+	// sync-rounds        ours 233.9, thesis 223.6
+	// async-msgs         ours 373.5, thesis 372.1
+	// async-first-msgs   ours 250.9, thesis 253.4
+	// sync-jacobi-rounds ours 296.0
 }
 
 func ExampleNewPhysicalTorus() {

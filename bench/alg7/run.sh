@@ -9,8 +9,9 @@
 #
 # A manual benchmark, not part of CI. REPS=n (default 1) repeats the whole
 # alternation n times; the table gives each implementation's median and
-# range, and the median over repetitions of the ratio C/Go within each. On
-# a shared machine, say so when quoting the figures.
+# range, and the median over repetitions of the ratio C/Go within each,
+# and a list below it every repetition's ratio. On a shared machine, say
+# so when quoting the figures.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -75,6 +76,18 @@ awk '
 			printf "| %-24s | %6d | %-22s | %8.2f | %7.1f | %7s | %7.1f | %-18s |\n", \
 				name, rounds[name], sprintf("%.2f (%.2f-%.2f)", median(w, k), lo, hi), median(u, k), \
 				state[name], heap[name], rss[name], sprintf("%.2f", median(q, k))
+		}
+		# Every run, not only the median: on a shared machine one slow run
+		# of either side shows here.
+		printf "\nC/Go wall-clock ratio of each repetition (C run and Go run of the same repetition):\n"
+		for (o = 2; o <= n; o++) {
+			name = order[o]; line = ""; lo = 0
+			for (i = 1; i <= runs[name]; i++) {
+				q[i] = wall[c, i] / wall[name, i]
+				line = line sprintf(" %.2f", q[i])
+				if (i == 1 || q[i] < lo) lo = q[i]
+			}
+			printf "  %-24s%s  (lowest %.2f: Go %s)\n", name, line, lo, (lo > 1 ? "ahead on every run" : "NOT ahead on every run")
 		}
 		# Both run Algorithm 7 on the same random numbers.
 		s = "Go sequential"

@@ -30,7 +30,12 @@ type simOutput struct {
 	// The runs' figures (in sync mode, MaxMsgs and MeanMsgs are rounds).
 	sim.Summary
 	Rounds float64 `json:"rounds,omitempty"`
-	Replay string  `json:"replay"`
+	// Model is the cost topology.Model predicts for these runs (rounds in
+	// sync mode, max msgs per node in async mode) from our fitted
+	// coefficients, where there is one: Push-Sum on a complete, hypercube
+	// or 3-D torus overlay at eps 1e-14, without faults.
+	Model  *float64 `json:"model,omitempty"`
+	Replay string   `json:"replay"`
 }
 
 // simCmd is the sim verb: the algorithm simulator (discrete-event, or
@@ -228,7 +233,34 @@ func (c *simCmd) execAsync(ctx context.Context, out *stdio) error {
 		Algo: c.algo.one(), Topology: c.g.Name(), Nodes: c.g.Len(), Mode: "async", Eps: c.group.eps,
 		Summary: sum, Replay: replayLine("sim", c.fs, sum.FirstSeed),
 	}
+	if c.algo.one() == "ps" && cfg.Loss == 0 && len(cfg.Dead) == 0 && len(cfg.Crashes) == 0 && cfg.Distance == nil {
+		kind := topology.ModelAsyncMsgs
+		if c.stop == "first" {
+			kind = topology.ModelAsyncFirstMsgs
+		}
+		o.Model = c.model(kind)
+	}
 	return out.print(o)
+}
+
+// model is our fitted cost model of kind on the overlay, or nil where there
+// is none (other overlays, or eps other than the models').
+func (c *simCmd) model(kind topology.ModelKind) *float64 {
+	if c.group.eps != topology.ModelEpsilon {
+		return nil
+	}
+	if f, ok := topology.Model(kind, c.g); ok {
+		return &f
+	}
+	return nil
+}
+
+// modelLine is the text line of a prediction, or "" without one.
+func (o simOutput) modelLine(unit string) string {
+	if o.Model == nil {
+		return ""
+	}
+	return fmt.Sprintf("  model            %.1f %s (our fit of thesis eq. 5.2, gossipreduce spectral --fit)\n", *o.Model, unit)
 }
 
 func (o simOutput) text(w io.Writer) error {
@@ -240,6 +272,7 @@ func (o simOutput) text(w io.Writer) error {
 	fmt.Fprintf(w, "  converged        %d/%d\n", o.Converged, o.Runs)
 	fmt.Fprintf(w, "  max rel error    %.3g\n", o.MaxRelError)
 	fmt.Fprintf(w, "  max msgs/node    %.1f (mean over runs), %d (worst run)\n", o.MaxMsgs, o.MaxMaxMsgs)
+	fmt.Fprint(w, o.modelLine("max msgs/node"))
 	fmt.Fprintf(w, "  mean msgs/node   %.1f\n", o.MeanMsgs)
 	fmt.Fprintf(w, "  sim time         %.1f\n", o.SimTime)
 	if o.Lost > 0 || o.Rejected > 0 {
@@ -295,13 +328,21 @@ func (c *simCmd) execSync(ctx context.Context, out *stdio) error {
 		prog.update(i+1, c.runs)
 	}
 	o.MaxMsgs, o.MeanMsgs = o.Rounds, o.Rounds
+	kind := topology.ModelSyncJacobiRounds
+	if c.sequential {
+		kind = topology.ModelSyncRounds
+	}
+	o.Model = c.model(kind)
 	return out.print(o)
 }
 
 func (o simOutput) syncText(w io.Writer) error {
 	fmt.Fprintf(w, "synchronous Push-Sum on %s, %d nodes, eps %g, %d run(s), seeds %d…%d\n",
 		o.Topology, o.Nodes, o.Eps, o.Runs, o.FirstSeed, o.LastSeed)
-	_, err := fmt.Fprintf(w, "  converged      %d/%d\n  rounds         %.1f (mean), %d (max)\n  max rel error  %.3g\n  replay with    %s\n",
-		o.Converged, o.Runs, o.Rounds, o.MaxMaxMsgs, o.MaxRelError, o.Replay)
+	fmt.Fprintf(w, "  converged      %d/%d\n  rounds         %.1f (mean), %d (max)\n", o.Converged, o.Runs, o.Rounds, o.MaxMaxMsgs)
+	if o.Model != nil {
+		fmt.Fprintf(w, "  model          %.1f rounds (our fit of thesis eq. 5.2, gossipreduce spectral --fit)\n", *o.Model)
+	}
+	_, err := fmt.Fprintf(w, "  max rel error  %.3g\n  replay with    %s\n", o.MaxRelError, o.Replay)
 	return err
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/topology"
 )
 
 // runCLI runs `gossipreduce args...` and returns the exit status, stdout
@@ -135,6 +137,34 @@ func TestSimSyncMode(t *testing.T) {
 	assert.Less(t, seq["rounds"].(float64), rounds)
 	code, _, stderr := runCLI(t, "sim", "--mode", "sync", "--algo", "pfcc")
 	assert.Equal(t, 2, code, stderr)
+	assert.NotContains(t, obj, "model", "the models are for eps 1e-14 only")
+}
+
+func TestSimModelPrediction(t *testing.T) {
+	g, err := topology.Parse("hypercube", 512)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		args []string
+		kind topology.ModelKind
+	}{
+		{[]string{"--mode", "sync"}, topology.ModelSyncJacobiRounds},
+		{[]string{"--mode", "sync", "--sequential"}, topology.ModelSyncRounds},
+		{[]string{"--algo", "ps"}, topology.ModelAsyncMsgs},
+		{[]string{"--algo", "ps", "--stop", "first"}, topology.ModelAsyncFirstMsgs},
+	} {
+		args := append([]string{"sim", "--topology", "hypercube", "--nodes", "512", "--seed", "1", "--runs", "2", "--json"}, c.args...)
+		obj := jsonObject(t, args...)
+		want, ok := topology.Model(c.kind, g)
+		require.True(t, ok)
+		assert.Equal(t, want, obj["model"], "%v", c.args)
+	}
+	code, stdout, stderr := runCLI(t, "sim", "--mode", "sync", "--topology", "hypercube", "--nodes", "512", "--seed", "1")
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^  model +\d+\.\d rounds \(our fit`, stdout)
+	obj := jsonObject(t, "sim", "--algo", "pfcc", "--topology", "hypercube", "--nodes", "64", "--seed", "1", "--json")
+	assert.NotContains(t, obj, "model", "the models are Push-Sum's")
+	obj = jsonObject(t, "sim", "--algo", "ps", "--loss", "0.1", "--topology", "hypercube", "--nodes", "64", "--seed", "1", "--json")
+	assert.NotContains(t, obj, "model", "the models know no loss")
 }
 
 func TestSimRuntimeJSONContract(t *testing.T) {

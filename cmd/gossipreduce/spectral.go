@@ -27,16 +27,23 @@ type spectralReport struct {
 	SpectralGap     float64  `json:"spectral_gap"`
 	PredictedRounds float64  `json:"predicted_rounds"`
 	ClosedFormGap   *float64 `json:"closed_form_gap,omitempty"`
-	// The fitted models of thesis equation 5.2 (tables 5.1, 5.2 and 5.3).
-	ModelSyncRounds     *float64 `json:"model_sync_rounds,omitempty"`
-	ModelAsyncMsgs      *float64 `json:"model_async_msgs,omitempty"`
-	ModelAsyncFirstMsgs *float64 `json:"model_async_first_msgs,omitempty"`
-	Warning             string   `json:"warning,omitempty"`
+	// The cost models of thesis equation 5.2 with our coefficients, fitted
+	// to our simulations (topology.Model), at eps 1e-14.
+	ModelSyncRounds       *float64 `json:"model_sync_rounds,omitempty"`
+	ModelAsyncMsgs        *float64 `json:"model_async_msgs,omitempty"`
+	ModelAsyncFirstMsgs   *float64 `json:"model_async_first_msgs,omitempty"`
+	ModelSyncJacobiRounds *float64 `json:"model_sync_jacobi_rounds,omitempty"`
+	// The same with the thesis's coefficients (tables 5.1, 5.2 and 5.3).
+	ThesisSyncRounds     *float64 `json:"thesis_model_sync_rounds,omitempty"`
+	ThesisAsyncMsgs      *float64 `json:"thesis_model_async_msgs,omitempty"`
+	ThesisAsyncFirstMsgs *float64 `json:"thesis_model_async_first_msgs,omitempty"`
+	Warning              string   `json:"warning,omitempty"`
 }
 
 type spectralCmd struct {
 	group  groupFlags
 	method string
+	fit    bool
 	fs     *flag.FlagSet
 	g      topology.Graph // the overlay, built by check
 }
@@ -44,6 +51,7 @@ type spectralCmd struct {
 func (c *spectralCmd) flags(fs *flag.FlagSet) {
 	c.fs = fs
 	c.group.register(fs, familyDefaults[simFamily])
+	fs.BoolVar(&c.fit, "fit", false, "print the cost models' coefficients fitted to our simulations next to the thesis's (tables 5.1-5.3), and nothing else")
 	fs.StringVar(&c.method, "method", "auto", "auto (closed form where known, else numeric), closed-form, or numeric (dense, N ≤ "+strconv.Itoa(topology.MaxDenseNodes)+")")
 }
 
@@ -70,6 +78,9 @@ func (c *spectralCmd) check() error {
 }
 
 func (c *spectralCmd) exec(ctx context.Context, out *stdio) error {
+	if c.fit {
+		return printFits(out)
+	}
 	g := c.g
 	cf, haveCF := topology.ClosedForm(g)
 	s := cf
@@ -90,9 +101,13 @@ func (c *spectralCmd) exec(ctx context.Context, out *stdio) error {
 	if haveCF {
 		rep.ClosedFormGap = &cf.Gap
 	}
-	rep.ModelSyncRounds = model(topology.ModelSyncRounds, g)
-	rep.ModelAsyncMsgs = model(topology.ModelAsyncMsgs, g)
-	rep.ModelAsyncFirstMsgs = model(topology.ModelAsyncFirstMsgs, g)
+	rep.ModelSyncRounds = model(topology.Model, topology.ModelSyncRounds, g)
+	rep.ModelAsyncMsgs = model(topology.Model, topology.ModelAsyncMsgs, g)
+	rep.ModelAsyncFirstMsgs = model(topology.Model, topology.ModelAsyncFirstMsgs, g)
+	rep.ModelSyncJacobiRounds = model(topology.Model, topology.ModelSyncJacobiRounds, g)
+	rep.ThesisSyncRounds = model(topology.ThesisModel, topology.ModelSyncRounds, g)
+	rep.ThesisAsyncMsgs = model(topology.ThesisModel, topology.ModelAsyncMsgs, g)
+	rep.ThesisAsyncFirstMsgs = model(topology.ThesisModel, topology.ModelAsyncFirstMsgs, g)
 	// Every undirected overlay Parse builds is connected; a directed one
 	// has no closed form, so it is small enough (numeric) to search.
 	if g.Directed() && !topology.StronglyConnected(g) {
@@ -130,11 +145,77 @@ func numericSpectrum(ctx context.Context, g topology.Graph) (topology.Spectral, 
 	}
 }
 
-func model(kind topology.ModelKind, g topology.Graph) *float64 {
-	if f, ok := topology.Model(kind, g); ok {
+func model(eval func(topology.ModelKind, topology.Graph) (float64, bool), kind topology.ModelKind, g topology.Graph) *float64 {
+	if f, ok := eval(kind, g); ok {
 		return &f
 	}
 	return nil
+}
+
+// fitReport is what `gossipreduce spectral --fit --json` prints.
+type fitReport struct {
+	Eps  float64    `json:"eps"`
+	Fits []fitEntry `json:"fits"`
+}
+
+type fitEntry struct {
+	Kind string `json:"kind"`
+	topology.ModelFit
+}
+
+// printFits prints our fitted coefficients next to the thesis's.
+func printFits(out *stdio) error {
+	fits, err := topology.ModelFits()
+	if err != nil {
+		return err
+	}
+	if out.json {
+		rep := fitReport{Eps: topology.ModelEpsilon}
+		for _, f := range fits {
+			rep.Fits = append(rep.Fits, fitEntry{Kind: f.Kind.String(), ModelFit: f})
+		}
+		return writeJSON(out.Stdout, rep)
+	}
+	fmt.Fprintf(out.Stdout, "f = a·log2(N + b)/(1 - λ2) + c (thesis eq. 5.2) at eps %g, fitted by least squares to the\n"+
+		"means of our simulations (topology/modeldata.json), next to the thesis's tables 5.1-5.3; b = +Inf is\n"+
+		"the limit f = a/(1 - λ2) + c, which those data fit best. At N* (1024 nodes, the torus 10x10x10):\n"+
+		"the simulated mean, our model and the thesis's.\n\n", topology.ModelEpsilon)
+	tw := tabwriter.NewWriter(out.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\tfamily\tN\truns\ta\tb\tc\tR²\trms\tthesis a\tthesis b\tthesis c\tsim N*\tours N*\tthesis N*\t")
+	dash := func(v float64, ok bool) string {
+		if !ok {
+			return "-"
+		}
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	for _, f := range fits {
+		o := f.Ours
+		runs := 0
+		var star *topology.ModelPoint
+		for i, p := range f.Points {
+			runs += p.Runs
+			if p.Nodes == 1024 || p.Nodes == 1000 {
+				star = &f.Points[i]
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d-%d\t%d\t%.4f\t%.4g\t%.4f\t%.4f\t%.2f\t", f.Kind, f.Family,
+			f.Points[0].Nodes, f.Points[len(f.Points)-1].Nodes, runs, o.A, o.B, o.C, o.RSquared, o.RMS)
+		if t := f.Thesis; t != nil {
+			fmt.Fprintf(tw, "%.4f\t%.4g\t%.4f\t", t.A, t.B, t.C)
+		} else {
+			fmt.Fprintf(tw, "-\t-\t-\t")
+		}
+		var sim, ours, thesis string = "-", "-", "-"
+		if star != nil {
+			sim = dash(star.Mean, true)
+			ours = dash(o.Eval(star.Nodes, star.Gap))
+			if t := f.Thesis; t != nil {
+				thesis = dash(t.Eval(star.Nodes, star.Gap))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", sim, ours, thesis)
+	}
+	return tw.Flush()
 }
 
 func printSpectral(out *stdio, r spectralReport) error {
@@ -153,12 +234,16 @@ func printSpectral(out *stdio, r spectralReport) error {
 		name, what string
 		v          *float64
 	}{
-		{"model_sync_rounds", "synchronous iterations, table 5.1", r.ModelSyncRounds},
-		{"model_async_msgs", "asynchronous max messages, all converged, table 5.2", r.ModelAsyncMsgs},
-		{"model_async_first_msgs", "asynchronous max messages, first converged, table 5.3", r.ModelAsyncFirstMsgs},
+		{"model_sync_rounds", "synchronous rounds, Algorithm 7, our fit", r.ModelSyncRounds},
+		{"thesis_model_sync_rounds", "the same, thesis table 5.1", r.ThesisSyncRounds},
+		{"model_sync_jacobi_rounds", "synchronous rounds, Jacobi (sim --mode sync), our fit", r.ModelSyncJacobiRounds},
+		{"model_async_msgs", "asynchronous max messages, all converged, our fit", r.ModelAsyncMsgs},
+		{"thesis_model_async_msgs", "the same, thesis table 5.2", r.ThesisAsyncMsgs},
+		{"model_async_first_msgs", "asynchronous max messages, first converged, our fit", r.ModelAsyncFirstMsgs},
+		{"thesis_model_async_first_msgs", "the same, thesis table 5.3", r.ThesisAsyncFirstMsgs},
 	} {
 		if m.v != nil {
-			fmt.Fprintf(tw, "%s\t%.1f\t(%s, fitted at eps 1e-14)\n", m.name, *m.v, m.what)
+			fmt.Fprintf(tw, "%s\t%.1f\t(%s, at eps 1e-14)\n", m.name, *m.v, m.what)
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -53,15 +53,61 @@ func TestSpectralJSONClosedForm(t *testing.T) {
 	assert.Equal(t, rounds, obj["predicted_rounds"])
 	assert.Equal(t, 1e-14, obj["eps"])
 	for kind, field := range map[topology.ModelKind]string{
-		topology.ModelSyncRounds:     "model_sync_rounds",
-		topology.ModelAsyncMsgs:      "model_async_msgs",
-		topology.ModelAsyncFirstMsgs: "model_async_first_msgs",
+		topology.ModelSyncRounds:       "model_sync_rounds",
+		topology.ModelAsyncMsgs:        "model_async_msgs",
+		topology.ModelAsyncFirstMsgs:   "model_async_first_msgs",
+		topology.ModelSyncJacobiRounds: "model_sync_jacobi_rounds",
 	} {
 		want, ok := topology.Model(kind, g)
 		require.True(t, ok)
 		assert.Equal(t, want, obj[field], field)
+		if kind == topology.ModelSyncJacobiRounds {
+			assert.NotContains(t, obj, "thesis_"+field, "the thesis has no Jacobi model")
+			continue
+		}
+		want, ok = topology.ThesisModel(kind, g)
+		require.True(t, ok)
+		assert.Equal(t, want, obj["thesis_"+field], field)
 	}
 	assert.NotContains(t, obj, "warning")
+}
+
+func TestSpectralFit(t *testing.T) {
+	code, stdout, stderr := runSpectralCLI(t, context.Background(), "--fit")
+	require.Equal(t, 0, code, stderr)
+	for _, kind := range topology.ModelKinds {
+		for _, fam := range topology.ModelFamilies {
+			assert.Regexp(t, `(?m)^ *`+kind.String()+` +`+fam+` +\d+-\d+ +\d+ `, stdout, "%v %s", kind, fam)
+		}
+	}
+	// Table 5.1(b) printed beside ours.
+	assert.Regexp(t, `(?m)^ *sync-rounds +hypercube .* 0\.9064 +-15\.99 +133\.1687 `, stdout)
+
+	var rep struct {
+		Eps  float64 `json:"eps"`
+		Fits []struct {
+			Kind   string                 `json:"kind"`
+			Family string                 `json:"family"`
+			Ours   map[string]any         `json:"ours"`
+			Thesis *topology.Coefficients `json:"thesis"`
+			Points []topology.ModelPoint  `json:"points"`
+		} `json:"fits"`
+	}
+	code, stdout, stderr = runSpectralCLI(t, context.Background(), "--fit", "--json")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	assert.Equal(t, topology.ModelEpsilon, rep.Eps)
+	fits, err := topology.ModelFits()
+	require.NoError(t, err)
+	require.Len(t, rep.Fits, len(fits))
+	for i, f := range rep.Fits {
+		assert.Equal(t, fits[i].Kind.String(), f.Kind)
+		assert.Equal(t, fits[i].Ours.RSquared, f.Ours["r_squared"])
+		assert.Len(t, f.Points, len(fits[i].Points))
+		if fits[i].Thesis != nil {
+			assert.Equal(t, *fits[i].Thesis, *f.Thesis)
+		}
+	}
 }
 
 func TestSpectralJSONNumeric(t *testing.T) {

@@ -113,3 +113,22 @@ func TestPublishedCheckedVariants(t *testing.T) {
 	assert.Less(t, pub.Overhead, 1.2*pub.Bound)
 	assert.Greater(t, ack.Overhead, 3*pub.Overhead, "acknowledged flows repair a loss only on the sender's next push")
 }
+
+func TestFlipBins(t *testing.T) {
+	// 5 runs with 2 flips, 30 with 3, 10 with 4, 10 with 6, 3 with 9: bins
+	// of at least 20 are [2, 3] (35), then [4, 9] (23: 10 + 10 + 3, the
+	// last bin reaching 20 only at 9).
+	counts := map[int]int{2: 5, 3: 30, 4: 10, 6: 10, 9: 3}
+	assert.Equal(t, [][2]int{{2, 3}, {4, 9}}, campaign.FlipBins(counts, 20))
+	// A tail that never reaches 20 (4 to 12: 10 + 5 + 3 + 1 = 19) joins
+	// the bin before it.
+	counts[12] = 1
+	counts[6] = 5
+	assert.Equal(t, [][2]int{{2, 12}}, campaign.FlipBins(counts, 20))
+	// Every count its own bin when each has enough runs.
+	assert.Equal(t, [][2]int{{0, 0}, {1, 1}}, campaign.FlipBins(map[int]int{0: 20, 1: 25}, 20))
+	// Too few runs in all: one bin.
+	assert.Equal(t, [][2]int{{3, 7}}, campaign.FlipBins(map[int]int{3: 1, 7: 2}, 20))
+	assert.Empty(t, campaign.FlipBins(nil, 20))
+	assert.Empty(t, campaign.FlipBins(map[int]int{4: 0}, 20), "no runs, no bins")
+}

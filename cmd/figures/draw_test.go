@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDrawAll(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		// An algorithm this command has never heard of is drawn all the same.
+		"loss-8.json": `{"mode": "loss", "topology": "hypercube", "nodes": 8, "eps": 1e-9, "runs": 2, "loss": [
+			{"algo": "pf", "loss": 0, "overhead": 0}, {"algo": "pf", "loss": 0.2, "overhead": 0.5},
+			{"algo": "pflc-published", "loss": 0, "overhead": 0}, {"algo": "pflc-published", "loss": 0.2, "overhead": 0.6}]}`,
+		"sdc-rate.json": `{"mode": "rate", "topology": "hypercube", "nodes": 8, "eps": 1e-9, "injector": "rate(p=0.1)", "runs_detail": [
+			{"algo": "pfcc", "flips": 1, "converged": true, "max_msgs": 10}, {"algo": "pfcc", "flips": 2, "converged": true, "max_msgs": 12},
+			{"algo": "pflc", "flips": 3, "converged": false, "max_msgs": 50}]}`,
+		"sdc-bits-value.json": `{"mode": "bits", "topology": "hypercube", "nodes": 8, "eps": 1e-9, "runs": 1,
+			"baseline": {"algo": "ps", "mean_msgs": 10},
+			"points": [{"algo": "ps", "target": "value", "bit": 0, "max_rel_error": 1e-10, "mean_msgs": 10},
+				{"algo": "ps", "target": "value", "bit": 1, "max_rel_error": 1e-9, "mean_msgs": 11}]}`,
+		"bcast-other.json": `{"series": [{"Name": "x"}]}`,
+	}
+	for name, body := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	var log bytes.Buffer
+	require.NoError(t, drawAll(dir, &log))
+	for _, png := range []string{"loss-8.png", "sdc-rate.png", "sdc-bits-value.png", "sdc-overhead-value.png",
+		"model-sync-rounds.png", "model-async-msgs.png", "model-async-first-msgs.png", "model-sync-jacobi-rounds.png"} {
+		st, err := os.Stat(filepath.Join(dir, png))
+		require.NoError(t, err, png)
+		assert.Positive(t, st.Size(), png)
+		assert.Contains(t, log.String(), png)
+	}
+	_, err := os.Stat(filepath.Join(dir, "bcast-other.png"))
+	assert.True(t, os.IsNotExist(err), "other data files are left to their experiments")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.json"), []byte("{"), 0o644))
+	err = drawAll(dir, &log)
+	require.Error(t, err)
+	assert.Regexp(t, "^figures: .*bad.json", err.Error())
+}
+
+func TestMeanSD(t *testing.T) {
+	mean, sd := meanSD([]float64{2, 4, 4, 4, 5, 5, 7, 9})
+	assert.InDelta(t, 5.0, mean, 1e-15)
+	// Sample variance 32/7 by hand.
+	assert.InDelta(t, 2.1380899352993947, sd, 1e-15)
+	_, sd = meanSD([]float64{3})
+	assert.Zero(t, sd)
+}
