@@ -100,7 +100,7 @@ func (f *fragmenter) split(from uint64, raw []byte, frame int, send func([]byte)
 	if count > maxFragments {
 		return fmt.Errorf("%w: a message of %d bytes needs %d fragments of %d bytes, more than %d", ErrMalformed, len(raw), count, frame, maxFragments)
 	}
-	size := (len(raw) + count - 1) / count
+	size := chunkSize(len(raw), count)
 	id := f.next.Add(1) - 1
 	buf := make([]byte, 0, frame)
 	for i := range count {
@@ -119,6 +119,10 @@ func (f *fragmenter) split(from uint64, raw []byte, frame int, send func([]byte)
 	}
 	return nil
 }
+
+// chunkSize is the bytes of a total-byte message each of count fragments
+// carries (the last may carry fewer).
+func chunkSize(total, count int) int { return (total + count - 1) / count }
 
 // isFragment reports whether raw is (or claims to be) a fragment.
 func isFragment(raw []byte) bool { return len(raw) > 0 && raw[0] == fragMagic }
@@ -164,7 +168,7 @@ func parseFragment(raw []byte) (fragment, error) {
 		return f, fmt.Errorf("%w: fragment %d of %d of a %d-byte message", errFragment, v[2], v[3], v[4])
 	}
 	f.index, f.count, f.total = int(v[2]), int(v[3]), int(v[4])
-	size := (f.total + f.count - 1) / f.count
+	size := chunkSize(f.total, f.count)
 	want := min(f.total, (f.index+1)*size) - f.index*size
 	if want <= 0 || len(b) != want {
 		return f, fmt.Errorf("%w: fragment %d of %d carries %d bytes, want %d", errFragment, f.index, f.count, len(b), max(want, 0))
@@ -186,11 +190,10 @@ type reassembler struct {
 type partKey struct{ from, id uint64 }
 
 type partial struct {
-	buf     []byte
-	have    []bool
-	missing int
-	count   int
-	born    uint64
+	buf     []byte // the message, filled in as fragments arrive
+	have    []bool // which fragments arrived; len is their count
+	missing int    // fragments still to come
+	born    uint64 // r.clock when the first one arrived
 }
 
 func newReassembler(limit int) *reassembler {
@@ -204,7 +207,7 @@ func (r *reassembler) add(f fragment) (whole []byte, evicted int) {
 	defer r.mu.Unlock()
 	k := partKey{f.from, f.id}
 	p := r.parts[k]
-	if p != nil && (len(p.buf) != f.total || p.count != f.count) {
+	if p != nil && (len(p.buf) != f.total || len(p.have) != f.count) {
 		r.drop(k) // the same id for another message: keep the newer
 		evicted++
 		p = nil
@@ -215,14 +218,14 @@ func (r *reassembler) add(f fragment) (whole []byte, evicted int) {
 		}
 		evicted += r.makeRoom(f.from, f.total)
 		r.clock++
-		p = &partial{buf: make([]byte, f.total), have: make([]bool, f.count), missing: f.count, count: f.count, born: r.clock}
+		p = &partial{buf: make([]byte, f.total), have: make([]bool, f.count), missing: f.count, born: r.clock}
 		r.parts[k] = p
 		r.bytes += f.total
 	}
 	if p.have[f.index] {
 		return nil, evicted // a duplicate fragment
 	}
-	size := (f.total + f.count - 1) / f.count
+	size := chunkSize(f.total, f.count)
 	copy(p.buf[f.index*size:], f.chunk)
 	p.have[f.index] = true
 	p.missing--
