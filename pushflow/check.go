@@ -68,7 +68,7 @@ func (m *Machine) settle() {
 	}
 	m.lastOK = residual(m.input, m.k) == 0 && !m.waitingRepair()
 	if m.lastOK {
-		copy(m.last, m.sum(m.e))
+		copy(m.last, m.total())
 	}
 }
 
@@ -91,6 +91,7 @@ func (m *Machine) repairInput() {
 			worst, at = d, c
 		}
 	}
+	m.totOK = false
 	if at <= m.k {
 		m.input[at] = cand[at]
 	}

@@ -92,21 +92,36 @@ type Machine struct {
 	lastOK  bool      // last was verified and the flows have not changed since
 	suspect []bool    // PFCC: flows found corrupted, waiting for the neighbour
 	e       []float64 // scratch
-	cnt     Counters
-	steps   uint64     // Tick and Step calls: the machine's clock
-	resend  uint64     // Config.Resend
-	pendAt  [][]uint64 // per neighbour: steps at each unacknowledged push
+	// tot caches input + Σ live flows, the numerator and weight of the
+	// estimate, while totOK: every path that can change a flow, the input
+	// or the live set clears totOK (flow, Exclude, repairInput, Words), so
+	// the cached words are bitwise what a fresh sum gives. For a vector of k
+	// components over d neighbours a sum costs k·d, and a step used to do
+	// it three or four times (issue 13).
+	tot    []float64
+	totOK  bool
+	cnt    Counters
+	steps  uint64     // Tick and Step calls: the machine's clock
+	resend uint64     // Config.Resend
+	pendAt [][]uint64 // per neighbour: steps at each unacknowledged push
 	// pendLo and pendHi bound, per neighbour and value component, the
 	// ratios (component over weight) of the unacknowledged pushes, and
 	// pendNaN marks a neighbour with a ratio that is NaN, so that Settled
 	// costs O(degree) however many pushes a silent neighbour has not
 	// acknowledged (thousands before it is declared dead, which made every
-	// step quadratic). Allocated at a neighbour's first pending push.
+	// step quadratic). They exist only while a neighbour has more than
+	// boundsAfter pending pushes: for fewer, Settled reads the pushes
+	// themselves at the same cost, and a vector of k components does not
+	// hold 2k more words for every neighbour (issue 13).
 	pendLo, pendHi [][]float64
 	pendNaN        []bool
 	resent         []uint64 // per neighbour: steps at the last resend
 	asked          []uint64 // PFCC: per neighbour, steps at the last repair request
 	owed           int      // PFCC: pushes held back while waiting for a repair
+	// The push the last idle step asked about: neighbour askN's pending
+	// push askSeq (0: none). See Unanswered.
+	askN   int
+	askSeq uint32
 }
 
 // tagRepair marks PFCC's repair requests and replies (thesis Algorithm 6,
@@ -253,7 +268,11 @@ func (m *Machine) Tau() float64 {
 	return m.tau
 }
 
-func (m *Machine) flow(n int) []float64 { return m.flows[n*m.width : (n+1)*m.width] }
+// It clears the cached total, since the caller may write the flow.
+func (m *Machine) flow(n int) []float64 {
+	m.totOK = false
+	return m.flows[n*m.width : (n+1)*m.width]
+}
 
 // Tick verifies the local state (checked machines) and pushes half of the
 // estimate to a random neighbour.
@@ -287,6 +306,7 @@ func (m *Machine) Idle(out []gossip.Message) []gossip.Message {
 	case !m.tagged || !waiting:
 		out = m.push(out, false)
 	case m.resent[n] != m.steps: // else resendOld has just asked it
+		m.askN, m.askSeq = n, m.pendSeq[n][0]
 		m.resent[n] = m.steps
 		m.cnt.Resends++
 		out = m.send(n, out)
@@ -294,6 +314,18 @@ func (m *Machine) Idle(out []gossip.Message) []gossip.Message {
 	}
 	m.settle()
 	return out
+}
+
+// Unanswered reports whether the push that this node's last idle step
+// asked about is still unacknowledged, so that another idle step would ask
+// again. A runtime uses it to space out its idle steps while answers are
+// slow rather than lost.
+func (m *Machine) Unanswered() bool {
+	if m.askSeq == 0 || m.gone[m.askN] {
+		return false
+	}
+	p := m.pendSeq[m.askN]
+	return len(p) > 0 && p[0] == m.askSeq
 }
 
 // oldestInFlight returns the live neighbour with the oldest push not
@@ -427,8 +459,20 @@ func (m *Machine) acknowledge(n int, ack uint32) {
 	m.rebound(n)
 }
 
-// rebound recomputes neighbour n's ratio bounds from its pending pushes.
+// boundsAfter is the number of pending pushes to one neighbour beyond which
+// the machine keeps that neighbour's ratio bounds (pendLo, pendHi) instead
+// of reading the pushes in Settled. Acknowledged pushes are answered within
+// a step or two, so a live neighbour rarely has more than a few; a silent
+// one collects them until it is declared dead.
+const boundsAfter = 4
+
+// rebound recomputes neighbour n's ratio bounds from its pending pushes, or
+// drops them when there are too few pushes to need them.
 func (m *Machine) rebound(n int) {
+	if len(m.pendSeq[n]) <= boundsAfter {
+		m.pendLo[n], m.pendHi[n], m.pendNaN[n] = nil, nil, false
+		return
+	}
 	if m.pendLo[n] == nil {
 		m.pendLo[n], m.pendHi[n] = make([]float64, m.k), make([]float64, m.k)
 	}
@@ -497,7 +541,7 @@ func (m *Machine) pushOnce(out []gossip.Message) []gossip.Message {
 	if !ok {
 		return out
 	}
-	e := m.sum(m.e)
+	e := append(m.e[:0], m.total()...)
 	f := m.flow(n)
 	for c := range f {
 		e[c] /= 2
@@ -510,7 +554,7 @@ func (m *Machine) pushOnce(out []gossip.Message) []gossip.Message {
 		m.pendSeq[n] = append(m.pendSeq[n], m.sent[n]+1)
 		m.pendAt[n] = append(m.pendAt[n], m.steps)
 		m.pendVal[n] = append(m.pendVal[n], e...)
-		if m.pendLo[n] == nil || len(m.pendSeq[n]) == 1 {
+		if m.pendLo[n] == nil {
 			m.rebound(n)
 		} else {
 			m.bound(n, e)
@@ -544,9 +588,21 @@ func (m *Machine) resendOld(out []gossip.Message) []gossip.Message {
 // within tol (relative, per value component) of the node's current
 // estimate. See gossip.Settler.
 func (m *Machine) Settled(tol float64) bool {
-	e := m.sum(m.e)
+	e := m.total()
 	for n := range m.nbr {
 		if m.gone[n] || len(m.pendSeq[n]) == 0 {
+			continue
+		}
+		if m.pendLo[n] == nil {
+			vals := m.pendVal[n]
+			for p := 0; p+m.width <= len(vals); p += m.width {
+				d := vals[p : p+m.width]
+				for c := range m.k {
+					if !near(d[c]/d[m.k], e[c]/e[m.k], tol) {
+						return false
+					}
+				}
+			}
 			continue
 		}
 		if m.pendNaN[n] {
@@ -556,16 +612,22 @@ func (m *Machine) Settled(tol float64) bool {
 		lo, hi := m.pendLo[n], m.pendHi[n]
 		for c := range m.k {
 			want := e[c] / e[m.k]
-			diff := max(math.Abs(hi[c]-want), math.Abs(want-lo[c]))
-			if want != 0 {
-				diff /= math.Abs(want)
-			}
-			if !(diff <= tol) {
+			if !near(lo[c], want, tol) || !near(hi[c], want, tol) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// near reports whether ratio r is within relative tolerance tol of want
+// (absolute when want is 0); a NaN is never near.
+func near(r, want, tol float64) bool {
+	diff := math.Abs(r - want)
+	if want != 0 {
+		diff /= math.Abs(want)
+	}
+	return diff <= tol
 }
 
 // sendRepair sends the current flow to neighbour n as a repair request or
@@ -613,23 +675,29 @@ func (m *Machine) waitingRepair() bool {
 	return false
 }
 
-// sum computes e = input + Σ flows into dst.
-func (m *Machine) sum(dst []float64) []float64 {
-	dst = append(dst[:0], m.input...)
+// total returns e = input + Σ live flows, computed again only when
+// something may have changed since (see tot). The caller must not modify
+// it.
+func (m *Machine) total() []float64 {
+	if m.totOK {
+		return m.tot
+	}
+	dst := append(m.tot[:0], m.input...)
 	for n := range m.nbr {
 		if m.gone[n] {
 			continue
 		}
-		for c, v := range m.flow(n) {
+		for c, v := range m.flows[n*m.width : (n+1)*m.width] {
 			dst[c] += v
 		}
 	}
+	m.tot, m.totOK = dst, true
 	return dst
 }
 
 // Estimate appends y_i = e_i(x)/e_i(w) to dst[:0], from the current state.
 func (m *Machine) Estimate(dst []float64) []float64 {
-	e := m.sum(m.e)
+	e := m.total()
 	dst = dst[:0]
 	for c := range m.k {
 		dst = append(dst, e[c]/e[m.k])
@@ -650,6 +718,7 @@ func (m *Machine) Exclude(peer gossip.NodeID) {
 	m.zero(int(n))
 	m.cnt.Zeroed--
 	m.gone[n] = true
+	m.totOK = false
 	m.live--
 	m.settle()
 }
@@ -658,8 +727,13 @@ func (m *Machine) Exclude(peer gossip.NodeID) {
 // input.checksum), for checked machines the last verified estimate
 // (value[c], weight, checksum), and every live flow (flow[j].value[c],
 // flow[j].weight, flow[j].checksum).
+//
+// The words are the machine's own: a caller may write through Word.Ptr (a
+// bit flip) until the machine's next method call. Iterating marks the
+// machine's cached sums stale, so what is written is seen.
 func (m *Machine) Words() iter.Seq[gossip.Word] {
 	return func(yield func(gossip.Word) bool) {
+		m.totOK = false
 		if !m.triple(yield, gossip.PlaceInput, 0, m.input) {
 			return
 		}
