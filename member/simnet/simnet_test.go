@@ -42,6 +42,10 @@ func TestFaultFreeGroupsAgree(t *testing.T) {
 // a message that circulated for good, and with a one-way delay of 30±30 ms
 // (a starved process, a loaded broker) a 16-member hypercube sent 18,000
 // messages per member and took 11 s (with 50±50 ms it never decided).
+// Asks for answers that are slow, not lost, must not multiply either: with
+// the same push asked about every Idle this test sent 1,499 messages per
+// member; with repeated asks spaced out (member.Machine's idle backoff),
+// 699.
 func TestSlowMessagesDoNotMultiply(t *testing.T) {
 	const n = 16
 	net, err := New(Config{Nodes: n, Topology: "hypercube", Seed: 1, Latency: 30 * time.Millisecond, Jitter: 30 * time.Millisecond, Overhead: 100 * time.Microsecond})
@@ -54,7 +58,7 @@ func TestSlowMessagesDoNotMultiply(t *testing.T) {
 		require.NoError(t, o.Err, "member %d", id)
 	}
 	assert.Empty(t, member.Check(n, 1, in, outs, 1e-9))
-	assert.Less(t, net.Messages/n, 3000, "messages per member")
+	assert.Less(t, net.Messages/n, 1000, "messages per member")
 	assert.Less(t, net.Now(), 6*time.Second)
 }
 
