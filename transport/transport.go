@@ -23,6 +23,12 @@ const DefaultPrefix = "gossipreduce"
 // [Options.Buffer] is zero.
 const DefaultBuffer = 1024
 
+// DefaultBufferBytes bounds the payload and attachment bytes waiting in an
+// endpoint's receive buffer when [Options.BufferBytes] is zero: 256 MiB,
+// 16 messages of a million-component vector with its certificate, far more
+// than any member has in flight towards one other.
+const DefaultBufferBytes = 256 << 20
+
 // ErrClosed reports a Send or Open on a closed endpoint or transport.
 var ErrClosed = errors.New("transport: closed")
 
@@ -80,7 +86,8 @@ type Endpoint interface {
 	Send(ctx context.Context, m gossip.Message) error
 
 	// Messages returns the channel the node's messages arrive on. It is
-	// buffered ([Options.Buffer]); when it is full, arriving messages are
+	// buffered ([Options.Buffer] messages, [Options.BufferBytes] bytes of
+	// payload and attachment); when it is full, arriving messages are
 	// dropped and counted in Stats.Overflow rather than blocking the
 	// network (gossip tolerates loss; a stalled receiver must not stall
 	// the connection every other node shares). Only well-formed messages of
@@ -139,7 +146,7 @@ type Stats struct {
 	Foreign    uint64 // decoded but another wire version, configuration hash or addressee, sender incarnation 0, or signed while this side has no key
 	Forged     uint64 // failed authentication under the group key ([Options.Key]): no MAC, or a MAC that does not verify
 	Replayed   uint64 // bound to another incarnation of this endpoint, or a duplicate: a replay or a message from before a restart (see [ReplayWindow])
-	Overflow   uint64 // arrived while the Messages buffer was full
+	Overflow   uint64 // arrived while the Messages buffer was full ([Options.Buffer] messages or [Options.BufferBytes] bytes)
 	Unsent     uint64 // queued for a peer whose incarnation was unknown, then discarded: the queue was full ([SessionQueue]; the oldest goes) or the endpoint closed
 	Probes     uint64 // session probes sent (handshake)
 	Answers    uint64 // probe answers sent (handshake)
@@ -225,6 +232,13 @@ type Options struct {
 	// [DefaultBuffer].
 	Buffer int
 
+	// BufferBytes bounds the bytes (payload words and attachment) of the
+	// messages waiting in each endpoint's Messages channel; zero means
+	// [DefaultBufferBytes]. A message that would pass it is dropped and
+	// counted in Stats.Overflow, as one arriving at a full channel, unless
+	// the channel is empty: a single message is always taken.
+	BufferBytes int
+
 	// Reassembly bounds the bytes of incomplete fragmented messages each
 	// endpoint keeps (see "Fragments" in the package documentation); zero
 	// means [DefaultReassembly]. A message longer than the bound cannot
@@ -269,6 +283,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Buffer == 0 {
 		o.Buffer = DefaultBuffer
+	}
+	if o.BufferBytes < 0 {
+		return o, fmt.Errorf("transport: %w: negative buffer bound %d bytes", gossip.ErrInvalidConfig, o.BufferBytes)
+	}
+	if o.BufferBytes == 0 {
+		o.BufferBytes = DefaultBufferBytes
 	}
 	if o.Reassembly < 0 {
 		return o, fmt.Errorf("transport: %w: negative reassembly bound %d", gossip.ErrInvalidConfig, o.Reassembly)
@@ -393,6 +413,7 @@ func (h *hub) add(ctx context.Context, g Group, id gossip.NodeID) (*endpoint, er
 		inc:     newIncarnation(),
 		rng:     rand.New(rand.NewPCG(h.opts.Seed, uint64(id))),
 		ch:      make(chan gossip.Message, h.opts.Buffer),
+		qmax:    h.opts.BufferBytes,
 		peers:   map[gossip.NodeID]*peer{},
 		dup:     make(chan struct{}),
 		frag:    newFragmenter(),
@@ -463,9 +484,16 @@ type endpoint struct {
 	rngMu sync.Mutex
 	rng   *rand.Rand
 
-	mu     sync.Mutex // guards closed, detach, and sends on ch against close(ch)
+	mu     sync.Mutex // guards closed, detach, the queue sizes, and sends on ch against close(ch)
 	closed bool
 	ch     chan gossip.Message
+	// qsize holds the sizes of the messages sent on ch, oldest first, and
+	// qbytes their sum, counting only those still in ch: a channel is
+	// first in, first out, so the len(qsize)-len(ch) oldest have been
+	// taken (see queued).
+	qsize  []int
+	qbytes int
+	qmax   int          // Options.BufferBytes
 	detach func() error // stops the arrival of messages; set by the transport
 
 	smu   sync.Mutex // guards peers, sclosed, self and the retries; never held across a publish
@@ -624,12 +652,26 @@ func (e *endpoint) deliver(raw []byte) {
 	// Every send on ch happens here, under mu, so a free slot stays free
 	// until the send below; counting first means a receiver that has the
 	// message also sees it counted.
-	if len(e.ch) == cap(e.ch) {
+	size := 8*len(m.Payload) + len(m.Attach)
+	if len(e.ch) == cap(e.ch) || (len(e.ch) > 0 && e.queued()+size > e.qmax) {
 		e.count(cOverflow)
 		return
 	}
 	e.count(cReceived)
+	e.qsize = append(e.qsize, size)
+	e.qbytes += size
 	e.ch <- m
+}
+
+// queued returns the bytes of the messages still in ch, forgetting those
+// the receiver has taken. Called with mu held.
+func (e *endpoint) queued() int {
+	taken := len(e.qsize) - len(e.ch)
+	for _, n := range e.qsize[:taken] {
+		e.qbytes -= n
+	}
+	e.qsize = append(e.qsize[:0], e.qsize[taken:]...)
+	return e.qbytes
 }
 
 // reassemble takes one fragment and returns the message it completes, or

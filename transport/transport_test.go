@@ -222,6 +222,41 @@ func TestOverflowDrops(t *testing.T) {
 	})
 }
 
+// TestOverflowBytes bounds the receive buffer in bytes: three 800-byte
+// payloads fit in 3,000 bytes, the fourth and fifth are dropped; once the
+// receiver has taken two, two more fit again; and a message larger than
+// the whole bound is taken when the buffer is empty.
+func TestOverflowBytes(t *testing.T) {
+	forEach(t, func(t *testing.T, im impl) {
+		tr, _ := im.open(t, transport.Options{BufferBytes: 3000})
+		eps := openNodes(t, tr, transport.Group{Name: "bytes"}, 2)
+		send := func(tag, words int) {
+			require.NoError(t, eps[0].Send(testCtx(t), gossip.Message{From: 0, To: 1, Kind: gossip.KindPush, Tag: uint64(tag), Payload: make([]float64, words)}))
+		}
+		arrived := func(n uint64) {
+			eventually(t, func() bool { st := eps[1].Stats(); return st.Received+st.Overflow == n }, "arrivals at node 1")
+		}
+		for i := range 5 {
+			send(i, 100)
+		}
+		arrived(5)
+		assert.Equal(t, transport.Stats{Received: 3, Overflow: 2}, appStats(eps[1].Stats()))
+		assert.Equal(t, uint64(0), recv(t, eps[1]).Tag)
+		assert.Equal(t, uint64(1), recv(t, eps[1]).Tag)
+		send(5, 100)
+		send(6, 100)
+		arrived(7)
+		assert.Equal(t, transport.Stats{Received: 5, Overflow: 2}, appStats(eps[1].Stats()))
+		for _, want := range []uint64{2, 5, 6} {
+			assert.Equal(t, want, recv(t, eps[1]).Tag)
+		}
+		send(7, 1000) // 8,000 bytes: more than the bound, into an empty buffer
+		arrived(8)
+		assert.Equal(t, uint64(7), recv(t, eps[1]).Tag)
+		requireEmpty(t, eps[1])
+	})
+}
+
 func TestClose(t *testing.T) {
 	forEach(t, func(t *testing.T, im impl) {
 		tr, _ := im.open(t, transport.Options{})
