@@ -70,8 +70,13 @@ type Config struct {
 	// 120 µs × the Nodes open in this process (of any group) / GOMAXPROCS
 	// when that is longer (15 ms for 256 members on two cores): members
 	// sharing cores hear each other less often, and Idle must stay long
-	// against the silences they see by chance. A positive Idle is used as
-	// given. docs/live.md has the measurements behind these numbers.
+	// against the silences they see by chance. For vectors it is also at
+	// least 100 ns per component × the members per core (at least one):
+	// a message of a long vector takes that long to encode, carry and take
+	// in, and an idle step sooner asks again for answers still on their
+	// way (10 ms for 100,000 components, 80 ms for 16 such members on two
+	// cores). A positive Idle is used as given. docs/live.md has the
+	// measurements behind these numbers.
 	Idle time.Duration
 	// Suspect is how long a neighbour may stay silent during an operation
 	// before this node declares it dead and excludes it (it is probed first).
@@ -106,20 +111,33 @@ type resolved struct {
 // share the process's cores (see Config.Idle).
 var open atomic.Int64
 
-// opIdle is the idle period of an operation starting now: Config.Idle if
-// it was given, else the larger of the default and 120 µs per open member
-// per core.
-func (r *resolved) opIdle() time.Duration {
+// opIdle is the idle period of an operation on vectors of k components
+// starting now: Config.Idle if it was given, else sharedIdle's.
+func (r *resolved) opIdle(k int) time.Duration {
 	if !r.autoIdle {
 		return r.Idle
 	}
-	return sharedIdle(r.Idle, int(open.Load()), runtime.GOMAXPROCS(0))
+	return sharedIdle(r.Idle, int(open.Load()), runtime.GOMAXPROCS(0), k)
 }
 
-// sharedIdle is the larger of idle and 120 µs per member per core, for
-// members sharing cores.
-func sharedIdle(idle time.Duration, members, cores int) time.Duration {
-	return max(idle, time.Duration(members)*120*time.Microsecond/time.Duration(max(cores, 1)))
+// perMember and perComponent are what a message costs its members on one
+// core, end to end (encode, NATS, decode, a machine step): 120 µs for a
+// short message (the 256-member measurements in docs/live.md), and about
+// 75 ns per component for a long one, rounded up to 100 (recursive
+// doubling, 16 members with 100,000 components on two cores: 0.24 s for
+// its four steps, a message of 800 kB every 60 ms per member).
+const (
+	perMember    = 120 * time.Microsecond
+	perComponent = 100 * time.Nanosecond
+)
+
+// sharedIdle is the largest of idle, perMember × members per core, and
+// perComponent × k × members per core (at least one: a long message costs
+// its time on one core however many there are).
+func sharedIdle(idle time.Duration, members, cores, k int) time.Duration {
+	cores = max(cores, 1)
+	share := time.Duration(max(members, cores))
+	return max(idle, time.Duration(members)*perMember/time.Duration(cores), time.Duration(k)*perComponent*share/time.Duration(cores))
 }
 
 // Validate reports the first problem that would make Join fail: a missing

@@ -117,7 +117,7 @@ func (d *driver) drain() {
 
 func (d *driver) begin(rq *request) {
 	d.rq = rq
-	if err := d.m.Begin(d.now(), member.Op{Epoch: rq.req.Epoch, Values: rq.req.Values, Extremes: rq.req.Extremes, Sum: rq.sum, Idle: d.n.r.opIdle()}); err != nil {
+	if err := d.m.Begin(d.now(), member.Op{Epoch: rq.req.Epoch, Values: rq.req.Values, Extremes: rq.req.Extremes, Sum: rq.sum, Idle: d.n.r.opIdle(len(rq.req.Values))}); err != nil {
 		d.rq = nil
 		rq.done(Result{}, err)
 	}
