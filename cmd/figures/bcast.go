@@ -225,7 +225,7 @@ func sameAs(drawn []drawnSeries, x []int, y []float64) string {
 func drawFig10(d bcastData, path string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Lemma 3: L_SCC against g_max, P = %d, %d runs (each distinct pair once)", d.Nodes, d.Runs)
-	p.X.Label.Text = "g_max (longest run of uncolored processes)"
+	p.X.Label.Text = "g_max (longest run of processes the tree left uncolored)"
 	p.Y.Label.Text = fmt.Sprintf("L_SCC (time steps, L = %d, o = %d)", d.L, d.O)
 	var trees []string
 	byTree := map[string]plotter.XYs{}

@@ -62,6 +62,38 @@ func TestDrawAll(t *testing.T) {
 	assert.Regexp(t, "^figures: .*bad.json", err.Error())
 }
 
+// TestEveryFigureHasADrawer redraws every figure from the data in
+// docs/figures and requires that each PNG there is one of them and is what
+// go run ./cmd/figures draws now: no figure is left stale, drawn by a
+// command that no longer runs or from data that has changed since.
+func TestEveryFigureHasADrawer(t *testing.T) {
+	docs := filepath.Join("..", "..", "docs", "figures")
+	data, err := filepath.Glob(filepath.Join(docs, "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, data)
+	dir := t.TempDir()
+	for _, f := range data {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644))
+	}
+	var log bytes.Buffer
+	require.NoError(t, drawAll(dir, &log))
+	pngs, err := filepath.Glob(filepath.Join(docs, "*.png"))
+	require.NoError(t, err)
+	require.NotEmpty(t, pngs)
+	for _, png := range pngs {
+		name := filepath.Base(png)
+		fresh, err := os.ReadFile(filepath.Join(dir, name))
+		if !assert.NoError(t, err, "%s: no data file in docs/figures draws it", name) {
+			continue
+		}
+		old, err := os.ReadFile(png)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(old, fresh), "%s is not what its data draws now: run go run ./cmd/figures", name)
+	}
+}
+
 func TestMeanSD(t *testing.T) {
 	mean, sd := meanSD([]float64{2, 4, 4, 4, 5, 5, 7, 9})
 	assert.InDelta(t, 5.0, mean, 1e-15)
