@@ -6,7 +6,8 @@
 //	go test -tags experiments ./broadcast/bsim -run TestExperimentTable1 -v -timeout 0 -args -runs 2500
 //
 // Each prints a markdown table (side by side with the paper where it gives
-// numbers) and writes JSON and PNG files to docs/figures.
+// numbers) and writes its data as JSON to docs/figures; go run ./cmd/figures
+// (from the repository root) draws the figures from it.
 package bsim
 
 import (
@@ -15,7 +16,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -27,10 +27,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/gossipreduce/gossipreduce/broadcast"
 	"github.com/gossipreduce/gossipreduce/broadcast/internal/plantest"
@@ -76,25 +72,8 @@ func writeData(t *testing.T, name string, v any) {
 	require.NoError(t, os.WriteFile(filepath.Join(*expOut, name), append(data, '\n'), 0o644))
 }
 
-func savePlot(t *testing.T, p *plot.Plot, name string) {
-	t.Helper()
-	require.NoError(t, os.MkdirAll(*expOut, 0o755))
-	require.NoError(t, p.Save(16*vg.Centimeter, 11*vg.Centimeter, filepath.Join(*expOut, name)))
-}
-
-var palette = []color.Color{
-	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
-	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
-	color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
-	color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff},
-}
-
 // TestExperimentTable1 reproduces Table 1 of corrected trees (and checks
-// Lemma 3 on every run, and draws figure 10): synchronized checked
+// Lemma 3 on every run, and keeps figure 10's data): synchronized checked
 // correction after the four trees at 64K processes, L = 2, o = 1, fault
 // rates 0.01 % … 4 %; g_max and L_SCC percentiles aggregated over the
 // trees.
@@ -128,7 +107,7 @@ func TestExperimentTable1(t *testing.T) {
 	}
 	var perTree []treeRow
 	var perRate []rateRow
-	pairs := map[string]map[pair]bool{}
+	pairs := map[string]map[pair]int{}
 	totalRuns := 0
 	for _, rate := range rates {
 		f := faultsOf(rate, n)
@@ -139,12 +118,12 @@ func TestExperimentTable1(t *testing.T) {
 			s := campaign(t, fmt.Sprintf("%s %.2f%%", tree, 100*rate), Campaign{Plan: p, Faults: f, Runs: *expRuns, Seed: *expSeed + uint64(1000000*i), Keep: true})
 			require.Zero(t, s.UncoloredRuns, "checked correction colors everyone")
 			if pairs[tree] == nil {
-				pairs[tree] = map[pair]bool{}
+				pairs[tree] = map[pair]int{}
 			}
 			for _, r := range s.Results {
 				gs = append(gs, float64(r.GMax))
 				ls = append(ls, float64(r.CorrectionLatency))
-				pairs[tree][pair{int64(r.GMax), r.CorrectionLatency}] = true
+				pairs[tree][pair{int64(r.GMax), r.CorrectionLatency}]++
 				g := int64(r.GMax)
 				if r.CorrectionLatency < lff+g*int64(m.O) {
 					low++
@@ -180,43 +159,27 @@ func TestExperimentTable1(t *testing.T) {
 			r.GMax.P50, r.GMax.P99, r.GMax.P999, r.GMax.Max, r.LSCC.P50, r.LSCC.P99, r.LSCC.P999, r.LSCC.Max, r.Msgs.Mean, r.CMsgs.Mean)
 	}
 	fmt.Print(b.String())
-	writeData(t, "bcast-table1.json", map[string]any{"nodes": n, "L": 2, "o": 1, "runs_per_tree_and_rate": *expRuns, "seed": *expSeed,
-		"seeds": "tree i (binomial, kary:4, lame:2, optimal) at each rate uses seeds seed+1e6·i+r", "per_rate": perRate, "per_tree": perTree})
-
-	// Figure 10: every distinct (g_max, L_SCC) pair, with Lemma 3's bounds.
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Lemma 3: L_SCC against g_max, P = %d, %d runs", n, totalRuns)
-	p.X.Label.Text = "g_max"
-	p.Y.Label.Text = "L_SCC (time steps)"
-	maxG := 0.0
-	for i, tree := range paperTrees {
-		var xy plotter.XYs
-		for pr := range pairs[tree] {
-			xy = append(xy, plotter.XY{X: float64(pr.G) + 0.12*float64(i) - 0.18, Y: float64(pr.L)})
-			maxG = math.Max(maxG, float64(pr.G))
+	// Figure 10's data (go run ./cmd/figures draws it): every distinct
+	// (g_max, L_SCC) pair of each tree with its number of runs.
+	type pairRow struct {
+		Tree string `json:"tree"`
+		GMax int64  `json:"g_max"`
+		LSCC int64  `json:"l_scc"`
+		Runs int    `json:"runs"`
+	}
+	var fig10 []pairRow
+	for _, tree := range paperTrees {
+		for pr, k := range pairs[tree] {
+			fig10 = append(fig10, pairRow{tree, pr.G, pr.L, k})
 		}
-		sc, err := plotter.NewScatter(xy)
-		require.NoError(t, err)
-		sc.GlyphStyle.Color = palette[i]
-		sc.GlyphStyle.Shape = []draw.GlyphDrawer{draw.CrossGlyph{}, draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.BoxGlyph{}}[i]
-		sc.GlyphStyle.Radius = vg.Points(2.5)
-		p.Add(sc)
-		p.Legend.Add(strings.TrimPrefix(tree, "tree:"), sc)
 	}
-	lo, hi := plotter.XYs{}, plotter.XYs{}
-	for g := 0.0; g <= maxG; g++ {
-		lo = append(lo, plotter.XY{X: g, Y: float64(lff) + g})
-		hi = append(hi, plotter.XY{X: g, Y: float64(lff) + 2*g + 1})
-	}
-	for i, xy := range []plotter.XYs{lo, hi} {
-		l, err := plotter.NewLine(xy)
-		require.NoError(t, err)
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-		p.Add(l)
-		p.Legend.Add([]string{"lower bound L_FF + g", "upper bound L_FF + 2g + 1"}[i], l)
-	}
-	p.Legend.Top, p.Legend.Left = true, true
-	savePlot(t, p, "bcast-fig10-gmax-lscc.png")
+	slices.SortFunc(fig10, func(a, b pairRow) int {
+		return cmp.Or(cmp.Compare(slices.Index(paperTrees, a.Tree), slices.Index(paperTrees, b.Tree)), cmp.Compare(a.GMax, b.GMax), cmp.Compare(a.LSCC, b.LSCC))
+	})
+	writeData(t, "bcast-table1.json", map[string]any{"nodes": n, "L": 2, "o": 1, "runs_per_tree_and_rate": *expRuns, "seed": *expSeed,
+		"seeds": "tree i (binomial, kary:4, lame:2, optimal) at each rate uses seeds seed+1e6·i+r", "per_rate": perRate, "per_tree": perTree,
+		"l_ff": lff, "runs": totalRuns, "fig10_pairs": fig10})
+
 }
 
 // TestExperimentOpportunistic counts runs that leave a live process
@@ -377,61 +340,6 @@ func TestExperimentFig67(t *testing.T) {
 	}
 	fmt.Print(b.String())
 	writeData(t, "bcast-fig67.json", map[string]any{"L": 2, "o": 1, "gossip_runs": runs, "seed": *expSeed, "series": all})
-	ticks := []plot.Tick{}
-	for _, n := range sizes {
-		ticks = append(ticks, plot.Tick{Value: float64(n), Label: fmt.Sprintf("%dK", n/1024)})
-	}
-	for fig, pick := range map[string]func(*series) []float64{
-		"bcast-fig6-messages.png":   func(s *series) []float64 { return s.Msgs },
-		"bcast-fig7-quiescence.png": func(s *series) []float64 { return s.Quiescence },
-	} {
-		p := plot.New()
-		p.X.Label.Text = "processes P"
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.ConstantTicks(ticks)
-		if strings.Contains(fig, "fig6") {
-			p.Title.Text = "Messages per process, no failures (figure 6)"
-			p.Y.Label.Text = "messages per process"
-			p.Y.Min, p.Y.Max = 0, 20
-		} else {
-			p.Title.Text = "Quiescence latency, no failures (figure 7)"
-			p.Y.Label.Text = "time steps (L = 2, o = 1)"
-			p.Y.Min, p.Y.Max = 20, 170
-		}
-		for i, s := range all {
-			if strings.Contains(fig, "fig7") && strings.Contains(s.Name, "optimized") {
-				continue // the paper's figure 7 shows checked and ack
-			}
-			xy := make(plotter.XYs, len(s.P))
-			for k := range s.P {
-				xy[k] = plotter.XY{X: float64(s.P[k]), Y: pick(s)[k]}
-			}
-			l, pts, err := plotter.NewLinePoints(xy)
-			require.NoError(t, err)
-			// One colour per tree (three series each), black for gossip;
-			// solid: checked, dotted: optimized opportunistic, dashed: ack.
-			c := color.Color(color.Black)
-			if !strings.HasPrefix(s.Name, "gossip") {
-				c = palette[i/3]
-			}
-			l.Color, pts.Color = c, c
-			switch {
-			case strings.HasSuffix(s.Name, "ack"):
-				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-				pts.Shape = draw.BoxGlyph{}
-			case strings.Contains(s.Name, "optimized") || strings.Contains(s.Name, "OCG"):
-				l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
-				pts.Shape = draw.TriangleGlyph{}
-			default:
-				pts.Shape = draw.CircleGlyph{}
-			}
-			p.Add(l, pts)
-			p.Legend.Add(s.Name, l, pts)
-		}
-		p.Legend.Top, p.Legend.Left = true, true
-		p.Legend.TextStyle.Font.Size = vg.Points(7)
-		savePlot(t, p, fig)
-	}
 }
 
 // TestExperimentGossip: how often gossip alone colors all of N = 1000 with

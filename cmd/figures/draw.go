@@ -34,10 +34,10 @@ type sdcData struct {
 	Loss     []campaign.LossPoint `json:"loss"`
 }
 
-// drawAll draws a figure for every sdc data file in dir (by its mode: bits,
-// rate or loss) and the model figures, and logs each figure it wrote with
-// the time it took. Other JSON files (the broadcast experiments') are left
-// alone: their figures come from the experiments that write them.
+// drawAll draws the figures of every data file in dir: the sdc files by
+// their mode (bits, rate or loss), the broadcast experiments' figures 6, 7
+// and 10 (drawBcast), and the model figures; it logs each figure it wrote
+// with the time it took.
 func drawAll(dir string, log io.Writer) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
@@ -46,7 +46,7 @@ func drawAll(dir string, log io.Writer) error {
 	sort.Strings(files)
 	for _, f := range files {
 		start := time.Now()
-		wrote, err := drawSDC(f)
+		wrote, err := drawFile(f)
 		if err != nil {
 			return err
 		}
@@ -65,13 +65,23 @@ func drawAll(dir string, log io.Writer) error {
 	return nil
 }
 
-// drawSDC draws the figures of one sdc data file, if it is one, and returns
-// their paths.
-func drawSDC(file string) ([]string, error) {
+// drawFile draws the figures of one data file, sdc or broadcast, and
+// returns their paths; a file that holds no figure's data draws nothing.
+func drawFile(file string) ([]string, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("figures: %w", err)
 	}
+	wrote, err := drawSDC(file, b)
+	if err != nil || len(wrote) > 0 {
+		return wrote, err
+	}
+	return drawBcast(file, b)
+}
+
+// drawSDC draws the figures of one sdc data file, if it is one, and returns
+// their paths.
+func drawSDC(file string, b []byte) ([]string, error) {
 	var d sdcData
 	if err := json.Unmarshal(b, &d); err != nil {
 		return nil, fmt.Errorf("figures: %s: %w", file, err)
@@ -137,8 +147,8 @@ func drawModels(dir string) ([]string, error) {
 			continue
 		}
 		path := filepath.Join(dir, "model-"+kind.String()+".png")
-		if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
-			return nil, fmt.Errorf("figures: %s: %w", path, err)
+		if err := savePlot(p, path); err != nil {
+			return nil, err
 		}
 		wrote = append(wrote, path)
 	}
@@ -237,14 +247,19 @@ func sampleFamily(f topology.ModelFit) []topology.ModelPoint {
 // modelColors are one colour per family.
 var modelColors = []plotColor{{0, 90, 181}, {220, 50, 32}, {0, 140, 70}}
 
-// powersOfTwo labels the powers of two on a log axis.
-type powersOfTwo struct{}
+// powersOfTwo labels the powers of two on a log axis, with kilo as "1K",
+// "2K", … from 1024 on.
+type powersOfTwo struct{ kilo bool }
 
 // Ticks implements plot.Ticker.
-func (powersOfTwo) Ticks(lo, hi float64) []plot.Tick {
+func (t powersOfTwo) Ticks(lo, hi float64) []plot.Tick {
 	var ts []plot.Tick
 	for e := int(math.Ceil(math.Log2(lo))); e <= int(math.Floor(math.Log2(hi))); e++ {
-		ts = append(ts, plot.Tick{Value: math.Exp2(float64(e)), Label: fmt.Sprint(1 << e)})
+		label := fmt.Sprint(1 << e)
+		if t.kilo && e >= 10 {
+			label = fmt.Sprintf("%dK", 1<<(e-10))
+		}
+		ts = append(ts, plot.Tick{Value: math.Exp2(float64(e)), Label: label})
 	}
 	return ts
 }

@@ -6,12 +6,13 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/gossipreduce/gossipreduce/internal/plotstyle"
 )
 
 // ErrorCap is where PlotErrors draws errors that are larger, infinite or
@@ -55,10 +56,10 @@ func addLines(p *plot.Plot, order []string, lines map[string]plotter.XYs) error 
 		if err != nil {
 			return fmt.Errorf("campaign: %w", err)
 		}
-		l.Color = seriesColor(i)
-		l.Dashes = seriesDashes(i)
+		l.Color = plotstyle.Color(i)
+		l.Dashes = plotstyle.Dashes(i)
 		l.Width = vg.Points(1 + 2.5*float64(n-1-i)/float64(max(1, n-1)))
-		pts.Color = seriesColor(i)
+		pts.Color = plotstyle.Color(i)
 		pts.Shape = plotutil.Shape(i)
 		pts.Radius = vg.Points(2 + 2*float64(n-1-i)/float64(max(1, n-1)))
 		p.Add(l, pts)
@@ -77,34 +78,6 @@ func sameAs(names []string, lines map[string]plotter.XYs, xys plotter.XYs) strin
 		}
 	}
 	return ""
-}
-
-// seriesColor is plotutil's dark palette, which repeats after seven
-// colours, lightened on its second and later rounds.
-func seriesColor(i int) color.Color {
-	pal := plotutil.DarkColors
-	c := color.RGBAModel.Convert(pal[i%len(pal)]).(color.RGBA)
-	for range i / len(pal) {
-		c.R, c.G, c.B = c.R+(255-c.R)/2, c.G+(255-c.G)/2, c.B+(255-c.B)/2
-	}
-	return c
-}
-
-// seriesDashes gives every series a dash pattern of its own: solid, then
-// dashes, dots and dash-dots of growing lengths.
-func seriesDashes(i int) []vg.Length {
-	if i == 0 {
-		return nil
-	}
-	d := vg.Points(2 + float64((i-1)/3)*2)
-	switch (i - 1) % 3 {
-	case 0:
-		return []vg.Length{2 * d, d}
-	case 1:
-		return []vg.Length{vg.Points(1), d}
-	default:
-		return []vg.Length{2 * d, d, vg.Points(1), d}
-	}
 }
 
 // PlotErrors draws the maximum relative error over bit positions, one line
@@ -146,7 +119,7 @@ func PlotErrors(points []Point, eps float64, title, path string) error {
 	} else {
 		p.Y.Min, p.Y.Max = padRange(lo, hi)
 		p.Y.Max += (p.Y.Max - p.Y.Min) / 2
-		p.Y.Tick.Marker = roundTicks{}
+		p.Y.Tick.Marker = plotstyle.RoundTicks{}
 	}
 	if err := addLines(p, order, lines); err != nil {
 		return err
@@ -158,7 +131,7 @@ func PlotErrors(points []Point, eps float64, title, path string) error {
 	p.Add(epsLine)
 	p.Legend.Add(fmt.Sprintf("target eps = %g", eps), epsLine)
 	p.X.Min, p.X.Max = 0, 63
-	p.X.Tick.Marker = stepTicks{step: 8}
+	p.X.Tick.Marker = plotstyle.StepTicks{Step: 8}
 	return save(p, path)
 }
 
@@ -180,50 +153,6 @@ func padRange(lo, hi float64) (float64, float64) {
 		pad = 1
 	}
 	return lo - pad, hi + pad
-}
-
-// niceStep is the round step (1, 2 or 5 times a power of ten) that splits
-// span into about five intervals.
-func niceStep(span float64) float64 {
-	if !(span > 0) || math.IsInf(span, 0) {
-		return 1
-	}
-	raw := span / 5
-	mag := math.Pow10(int(math.Floor(math.Log10(raw))))
-	for _, m := range []float64{1, 2, 5} {
-		if m*mag >= raw {
-			return m * mag
-		}
-	}
-	return 10 * mag
-}
-
-// roundTicks labels the multiples of niceStep(max - min) on a linear axis,
-// with a minor tick between each two.
-type roundTicks struct{}
-
-// Ticks implements plot.Ticker.
-func (roundTicks) Ticks(lo, hi float64) []plot.Tick {
-	return stepTicks{step: niceStep(hi - lo)}.Ticks(lo, hi)
-}
-
-// stepTicks labels the multiples of step on a linear axis, with a minor
-// tick between each two.
-type stepTicks struct{ step float64 }
-
-// Ticks implements plot.Ticker.
-func (t stepTicks) Ticks(lo, hi float64) []plot.Tick {
-	var ts []plot.Tick
-	half := t.step / 2
-	for k := math.Ceil(lo / half); k*half <= hi; k++ {
-		v := k * half
-		tk := plot.Tick{Value: v}
-		if math.Mod(k, 2) == 0 {
-			tk.Label = strconv.FormatFloat(v, 'g', 6, 64)
-		}
-		ts = append(ts, tk)
-	}
-	return ts
 }
 
 // decades marks every power of ten, labelling every'th, as "1e-14".
@@ -318,7 +247,7 @@ func PlotRates(runs []RateRun, title, path string) error {
 			if err != nil {
 				return fmt.Errorf("campaign: %w", err)
 			}
-			box.FillColor = seriesColor(i)
+			box.FillColor = plotstyle.Color(i)
 			p.Add(box)
 			labels.XYs = append(labels.XYs, plotter.XY{X: x, Y: box.AdjHigh})
 			labels.Labels = append(labels.Labels, fmt.Sprintf("n=%d", len(vals[b])))
@@ -328,7 +257,7 @@ func PlotRates(runs []RateRun, title, path string) error {
 			if err != nil {
 				return fmt.Errorf("campaign: %w", err)
 			}
-			swatch.Color = seriesColor(i)
+			swatch.Color = plotstyle.Color(i)
 			p.Legend.Add(a, swatch)
 		}
 	}
@@ -344,9 +273,9 @@ func PlotRates(runs []RateRun, title, path string) error {
 		l.Offset = vg.Point{Y: vg.Points(3)}
 		p.Add(l)
 	}
-	step := niceStep(float64(maxFlips))
+	step := plotstyle.NiceStep(float64(maxFlips))
 	p.X.Min, p.X.Max = 0, step*math.Ceil(float64(maxFlips+1)/step)
-	p.X.Tick.Marker = stepTicks{step: step}
+	p.X.Tick.Marker = plotstyle.StepTicks{Step: step}
 	return save(p, path)
 }
 
@@ -430,10 +359,10 @@ func PlotLoss(points []LossPoint, title, path string) error {
 	if err := addLines(p, order, lines); err != nil {
 		return err
 	}
-	xs, ys := niceStep(maxLoss), niceStep(maxY)
+	xs, ys := plotstyle.NiceStep(maxLoss), plotstyle.NiceStep(maxY)
 	p.X.Min, p.X.Max = 0, xs*math.Ceil(maxLoss/xs)
 	p.Y.Min, p.Y.Max = 0, ys*math.Ceil(maxY*1.02/ys)
-	p.X.Tick.Marker = stepTicks{step: xs}
-	p.Y.Tick.Marker = stepTicks{step: ys}
+	p.X.Tick.Marker = plotstyle.StepTicks{Step: xs}
+	p.Y.Tick.Marker = plotstyle.StepTicks{Step: ys}
 	return save(p, path)
 }
