@@ -157,8 +157,11 @@ type Injector interface {
 	// Fresh returns an injector with the same configuration in its initial
 	// state, for another run.
 	Fresh() Injector
-	// Flips returns the flips injected so far.
+	// Flips returns the flips injected so far (a Rate injector records
+	// the first MaxRecorded).
 	Flips() []Flip
+	// Count returns the number of flips injected so far.
+	Count() int
 }
 
 func flipWord(p gossip.InjectPoint, w gossip.Word, bit int) Flip {

@@ -127,6 +127,22 @@ func TestRateAndChain(t *testing.T) {
 	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)
 }
 
+// TestRateRecordsABoundedLog: a rate injector counts every flip but
+// records only the first MaxRecorded, so a high rate on a long vector
+// cannot fill memory with records.
+func TestRateRecordsABoundedLog(t *testing.T) {
+	inj, err := sdc.NewRate(1, sdc.Message, 3, 3)
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(3, 4))
+	m := gossip.Message{To: 1, Kind: gossip.KindPush, Payload: make([]float64, sdc.MaxRecorded+10)}
+	inj.InjectMessage(point(0, 1, 1, r), &m)
+	inj.InjectMessage(point(0, 2, 2, r), &m)
+	assert.Equal(t, 2*(sdc.MaxRecorded+10), inj.Count())
+	assert.Len(t, inj.Flips(), sdc.MaxRecorded)
+	c := sdc.Chain{inj, inj.Fresh()}
+	assert.Equal(t, inj.Count(), c.Count())
+}
+
 type graph struct {
 	gossip.Neighborhood
 	name string

@@ -133,7 +133,7 @@ func (g *Group) Average(ctx context.Context, inputs [][]float64) *Outcome {
 	}
 	o.Excluded = excluded
 	for _, f := range g.flippers {
-		o.Flips += len(f.Flips())
+		o.Flips += f.Count()
 	}
 	return o
 }

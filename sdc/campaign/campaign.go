@@ -85,7 +85,7 @@ type job struct {
 
 type outcome struct {
 	res   sim.Result
-	flips []sdc.Flip
+	flips int // how many
 }
 
 // runAll simulates every job on the workers and returns the outcomes in job
@@ -103,7 +103,7 @@ func runAll(ctx context.Context, jobs []job, workers int, progress func(done, to
 		}
 		out[i] = outcome{res: r}
 		if j.inj != nil {
-			out[i].flips = j.inj.Flips()
+			out[i].flips = j.inj.Count()
 		}
 		return nil
 	}, progress)

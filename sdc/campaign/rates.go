@@ -57,7 +57,7 @@ func (c *Rates) Run(ctx context.Context) ([]RateRun, error) {
 	runs := make([]RateRun, len(outs))
 	for i, o := range outs {
 		runs[i] = RateRun{
-			Algo: jobs[i].cfg.Algorithm, Seed: o.res.Seed, Flips: len(o.flips), Converged: o.res.Converged,
+			Algo: jobs[i].cfg.Algorithm, Seed: o.res.Seed, Flips: o.flips, Converged: o.res.Converged,
 			MaxRelError: finite(o.res.MaxRelError), MaxMsgs: o.res.MaxMsgs, MeanMsgs: o.res.MeanMsgs,
 		}
 	}

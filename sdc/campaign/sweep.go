@@ -128,7 +128,7 @@ func (s *Sweep) Run(ctx context.Context) (SweepResult, error) {
 		chunk := outs[i*s.Runs : (i+1)*s.Runs]
 		points[i].Stats = summarize(chunk)
 		for _, o := range chunk {
-			if len(o.flips) > 0 {
+			if o.flips > 0 {
 				points[i].FlippedRuns++
 			}
 		}
