@@ -181,8 +181,11 @@ func TestBenchVectors(t *testing.T) {
 	require.Contains(t, rows, "ring")
 	assert.Equal(t, 6.0, rows["ring"]["msgs_per_node"], "2(4−1) steps")
 	vector := 8 * 401.0 // the components and the weight
+	// The model, plus headers and the runtime's few control messages.
 	assert.Greater(t, rows["rdb"]["bytes_per_node"].(float64), 2*vector)
+	assert.Less(t, rows["rdb"]["bytes_per_node"].(float64), 2.5*vector)
 	assert.Greater(t, rows["ring"]["bytes_per_node"].(float64), 1.5*vector)
+	assert.Less(t, rows["ring"]["bytes_per_node"].(float64), 2*vector)
 	assert.Less(t, rows["ring"]["bytes_per_node"].(float64), 0.8*rows["rdb"]["bytes_per_node"].(float64))
 
 	obj = jsonObject(t, "bench", "--nodes", "2", "--components", "3", "--runs", "1", "--seed", "1", "--json")
