@@ -123,8 +123,9 @@ func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 }
 
 // Step takes the predecessor's slice. Messages may arrive before the step
-// they belong to; they wait (a copy: at most the steps the predecessor is
-// ahead, so at most about 2W words). A message that is not part of this
+// they belong to; they wait, as copies. The predecessor is at most N−1
+// steps ahead (its sends wait on this node's, round the ring), so at most
+// N−1 slices, about W words, wait at a time. A message that is not part of this
 // node's schedule (another sender, an unknown step or one with an empty
 // slice, a duplicate) is rejected with gossip.ErrForeignMessage, one whose
 // vector has another length (tag or payload) with gossip.ErrLength.

@@ -294,3 +294,40 @@ func TestOneNode(t *testing.T) {
 	assert.True(t, m.Done())
 	assert.Equal(t, []float64{2.5, -1}, m.Estimate(nil))
 }
+
+// TestWaitingIsBounded: a node served last (every message to it held
+// until nothing else can move, then given the newest) keeps at most the
+// N−1 slices its predecessor can be ahead, about one vector, and still
+// ends with the result.
+func TestWaitingIsBounded(t *testing.T) {
+	const n, k = 7, 40
+	inputs := gossiptest.Inputs(n, k, 3)
+	net := newNet(t, inputs, gossip.Average, 3)
+	var queue, held []gossip.Message
+	for _, m := range net.ms {
+		queue = m.Tick(queue)
+	}
+	most := 0
+	for len(queue) > 0 || len(held) > 0 {
+		var msg gossip.Message
+		if len(queue) > 0 {
+			msg, queue = queue[0], queue[1:]
+			if msg.To == 0 {
+				held = append(held, msg)
+				continue
+			}
+		} else {
+			msg, held = held[len(held)-1], held[:len(held)-1]
+		}
+		out, err := net.ms[msg.To].Step(msg, nil)
+		require.NoError(t, err)
+		queue = append(queue, out...)
+		most = max(most, ring.Waiting(net.ms[0]))
+	}
+	w := k + 1
+	assert.LessOrEqual(t, most, (n-1)*((w+n-1)/n), "N−1 slices of at most ⌈W/N⌉ words")
+	assert.Greater(t, most, 0, "the schedule did hold messages back")
+	for i, m := range net.ms {
+		require.True(t, m.Done(), "node %d", i)
+	}
+}
