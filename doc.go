@@ -6,9 +6,11 @@
 // The root package holds no code; the packages are:
 //
 //   - gossip: the vocabulary every algorithm speaks (Machine, Message, Config)
-//   - pushsum, pushflow, pflc, pfcc, rdb: the algorithms, as pure state
-//     machines (Push-Sum, Push-Flow, Push-Cancel-Flow, the checksum-protected
-//     PFLC and PFCC, and recursive doubling as the baseline)
+//   - pushsum, pushflow, pflc, pfcc, rdb, exchange, ring, rhd, central:
+//     the algorithms, as pure state machines (Push-Sum, Push-Flow,
+//     Push-Cancel-Flow, the checksum-protected PFLC and PFCC, recursive
+//     doubling and dimension exchange, and the ring all-reduce, recursive
+//     halving and doubling and central gather as baselines)
 //   - algo: the algorithms by name
 //   - topology: overlays and their spectral analysis
 //   - sim: the discrete-event and synchronous simulators

@@ -16,6 +16,8 @@ import (
 	"github.com/gossipreduce/gossipreduce/pushflow"
 	"github.com/gossipreduce/gossipreduce/pushsum"
 	"github.com/gossipreduce/gossipreduce/rdb"
+	"github.com/gossipreduce/gossipreduce/rhd"
+	"github.com/gossipreduce/gossipreduce/ring"
 )
 
 // Spec describes one algorithm.
@@ -45,6 +47,10 @@ var specs = []Spec{
 		New: func(c gossip.Config) (gossip.Machine, error) { return rdb.New(c) }},
 	{Name: "exchange", Summary: "dimension exchange: rdb's schedule with hashes, stored messages and resends (loss and flips repaired)", Finite: true, Ticked: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return exchange.New(c) }},
+	{Name: "ring", Summary: "ring reduce-scatter + all-gather, the bandwidth-optimal baseline for large vectors (no fault tolerance)", Finite: true,
+		New: func(c gossip.Config) (gossip.Machine, error) { return ring.New(c) }},
+	{Name: "rhd", Summary: "recursive halving + doubling (Rabenseifner): the ring's bytes in 2 log2 N messages (experimental, no fault tolerance)", Finite: true,
+		New: func(c gossip.Config) (gossip.Machine, error) { return rhd.New(c) }},
 	{Name: "pf", Summary: "Push-Flow with acknowledged flows (thesis Algorithm 3, concurrent messages fixed)",
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushflow.New(c) }},
 	{Name: "pf-published", Summary: "Push-Flow exactly as Algorithm 3 (concurrent messages break conservation)",

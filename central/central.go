@@ -127,26 +127,11 @@ func (m *Machine) Estimate(dst []float64) []float64 {
 	if m.result != nil {
 		src = m.result
 	}
-	k := len(src) - 1
-	dst = dst[:0]
-	for _, x := range src[:k] {
-		dst = append(dst, x/src[k])
-	}
-	return dst
+	return gossip.AppendRatios(dst, src)
 }
 
 // Exclude does nothing: the baseline has no answer to failures.
 func (m *Machine) Exclude(gossip.NodeID) {}
 
 // Words yields the node's value and weight.
-func (m *Machine) Words() iter.Seq[gossip.Word] {
-	return func(yield func(gossip.Word) bool) {
-		k := len(m.mine) - 1
-		for c := range k {
-			if !yield(gossip.Word{Place: gossip.PlaceState, Part: gossip.PartValue, Component: c, Ptr: &m.mine[c]}) {
-				return
-			}
-		}
-		yield(gossip.Word{Place: gossip.PlaceState, Part: gossip.PartWeight, Ptr: &m.mine[k]})
-	}
-}
+func (m *Machine) Words() iter.Seq[gossip.Word] { return gossip.SumWords(m.mine) }

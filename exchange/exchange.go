@@ -439,11 +439,7 @@ func (m *Machine) Done() bool { return m.final }
 // every node, once Done reports true.
 func (m *Machine) Estimate(dst []float64) []float64 {
 	m.check()
-	dst = dst[:0]
-	for _, v := range m.y[:m.k] {
-		dst = append(dst, v/m.y[m.k])
-	}
-	return dst
+	return gossip.AppendRatios(dst, m.y)
 }
 
 // Exclude does nothing: dimension exchange has no way around a dead
@@ -452,16 +448,7 @@ func (m *Machine) Exclude(gossip.NodeID) {}
 
 // Words yields the partial sums, value[c] and weight: the state an SDC
 // injector may flip (and the hash check repairs).
-func (m *Machine) Words() iter.Seq[gossip.Word] {
-	return func(yield func(gossip.Word) bool) {
-		for c := range m.k {
-			if !yield(gossip.Word{Place: gossip.PlaceState, Part: gossip.PartValue, Component: c, Ptr: &m.y[c]}) {
-				return
-			}
-		}
-		yield(gossip.Word{Place: gossip.PlaceState, Part: gossip.PartWeight, Ptr: &m.y[m.k]})
-	}
-}
+func (m *Machine) Words() iter.Seq[gossip.Word] { return gossip.SumWords(m.y) }
 
 // hashMessage hashes what a message says: its header and every payload
 // word but the two that carry the hash.

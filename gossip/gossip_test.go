@@ -116,6 +116,26 @@ func TestWordNamesAndPayloadLayout(t *testing.T) {
 	assert.False(t, ok)
 }
 
+// TestPartialSums: SumWords names and reaches the words of x…, w in
+// place, and AppendRatios divides by the last word into dst's storage.
+func TestPartialSums(t *testing.T) {
+	y := []float64{3, 6, 1.5}
+	var names []string
+	for w := range gossip.SumWords(y) {
+		names = append(names, w.Name())
+		*w.Ptr *= 2
+	}
+	assert.Equal(t, []string{"value[0]", "value[1]", "weight"}, names)
+	assert.Equal(t, []float64{6, 12, 3}, y)
+	for range gossip.SumWords(y) {
+		break // stopping early must not panic
+	}
+	dst := make([]float64, 5)
+	got := gossip.AppendRatios(dst, y)
+	assert.Equal(t, []float64{2, 4}, got)
+	assert.Same(t, &dst[0], &got[0])
+}
+
 func TestKindNames(t *testing.T) {
 	assert.Equal(t, "checked-flow", gossip.KindCheckedFlow.String())
 	assert.Equal(t, "kind(200)", gossip.Kind(200).String())

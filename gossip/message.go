@@ -27,6 +27,8 @@ const (
 	KindControl                 // runtime control traffic (termination, membership)
 	KindCentral                 // central gather-and-publish baseline: payload x…, w; Tag 0 = value, 1 = result
 	KindExchange                // dimension exchange (package exchange): payload x…, w, h, h; Tag is the step and flags
+	KindRing                    // ring all-reduce (package ring): payload one slice of x…, w; Tag is the step and the vector's length
+	KindRHD                     // recursive halving and doubling (package rhd): payload a range of x…, w; Tag is the step and the vector's length
 	kindLimit
 )
 
@@ -41,6 +43,8 @@ var kindNames = [...]string{
 	KindControl:     "control",
 	KindCentral:     "central",
 	KindExchange:    "exchange",
+	KindRing:        "ring",
+	KindRHD:         "rhd",
 }
 
 // String returns the kind's name, or "kind(N)" for an unknown number.

@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 )
@@ -129,4 +130,30 @@ func PayloadPart(k Kind, n, i int) (part Part, component int, ok bool) {
 		return PartWeight, 0, true
 	}
 	return PartValue, i, true
+}
+
+// SumWords yields the words of a state held as partial sums y = x…, w (the
+// value components, then the weight), as the deterministic algorithms
+// (rdb, exchange, ring, central) keep it: value[c] and weight, in place.
+func SumWords(y []float64) iter.Seq[Word] {
+	return func(yield func(Word) bool) {
+		k := len(y) - 1
+		for c := range k {
+			if !yield(Word{Place: PlaceState, Part: PartValue, Component: c, Ptr: &y[c]}) {
+				return
+			}
+		}
+		yield(Word{Place: PlaceState, Part: PartWeight, Ptr: &y[k]})
+	}
+}
+
+// AppendRatios appends the estimate x[c]/w of the partial sums y = x…, w
+// to dst[:0] and returns it.
+func AppendRatios(dst, y []float64) []float64 {
+	dst = dst[:0]
+	k := len(y) - 1
+	for _, v := range y[:k] {
+		dst = append(dst, v/y[k])
+	}
+	return dst
 }

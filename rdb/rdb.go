@@ -214,26 +214,11 @@ func (m *Machine) Done() bool { return m.final }
 // Estimate appends the node's current partial aggregate Σx/Σw to dst[:0]; it
 // is the final result once Done reports true.
 func (m *Machine) Estimate(dst []float64) []float64 {
-	dst = dst[:0]
-	k := len(m.y) - 1
-	for _, v := range m.y[:k] {
-		dst = append(dst, v/m.y[k])
-	}
-	return dst
+	return gossip.AppendRatios(dst, m.y)
 }
 
 // Exclude does nothing: recursive doubling has no way around a dead partner.
 func (m *Machine) Exclude(gossip.NodeID) {}
 
 // Words yields the partial sums: value[c] and weight.
-func (m *Machine) Words() iter.Seq[gossip.Word] {
-	return func(yield func(gossip.Word) bool) {
-		k := len(m.y) - 1
-		for c := range k {
-			if !yield(gossip.Word{Place: gossip.PlaceState, Part: gossip.PartValue, Component: c, Ptr: &m.y[c]}) {
-				return
-			}
-		}
-		yield(gossip.Word{Place: gossip.PlaceState, Part: gossip.PartWeight, Ptr: &m.y[k]})
-	}
-}
+func (m *Machine) Words() iter.Seq[gossip.Word] { return gossip.SumWords(m.y) }

@@ -79,7 +79,7 @@ type flagDifference struct {
 }
 
 var flagDifferences = []flagDifference{
-	{flags: []string{"algo"}, verb: "bench", why: "it compares algorithms: by default one of each kind, and rdb, the reference of its ratios"},
+	{flags: []string{"algo"}, verb: "bench", why: "it compares algorithms: by default one of each kind, and rdb, the reference of its ratios; with --components above 1 also ring, the bandwidth-optimal baseline"},
 	{flags: []string{"runs"}, verb: "bench", why: "20: its figures are medians over runs"},
 	{flags: []string{"nodes"}, verb: "node", why: "required: every member must be told the group's size, and a default would split a group silently"},
 	{flags: []string{"nats"}, verb: "node", why: "a process of its own needs a server outside it: gossipreduce server's, nats://127.0.0.1:4222"},

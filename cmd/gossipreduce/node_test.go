@@ -65,14 +65,22 @@ func TestNodeBadInput(t *testing.T) {
 func TestBenchJSONContract(t *testing.T) {
 	obj := jsonObject(t, "bench", "--nodes", "8", "--runs", "2", "--seed", "1", "--json")
 	algos := obj["algorithms"].([]any)
-	require.Len(t, algos, 5, "exchange, ps, pfcc, rdb, central")
+	require.Len(t, algos, 5, "exchange, ps, pfcc, rdb, central; no ring for one component")
+	assert.Equal(t, 1.0, obj["components"])
+	fastest := 0
 	for _, a := range algos {
 		row := a.(map[string]any)
-		for _, f := range []string{"algo", "seconds_p50", "msgs_per_node", "ratio_to_rdb"} {
+		for _, f := range []string{"algo", "seconds_p50", "msgs_per_node", "bytes_per_node", "ratio_to_best", "ratio_to_rdb"} {
 			assert.Contains(t, row, f)
 		}
 		assert.Equal(t, 0.0, row["failed_runs"], row["algo"])
 		assert.Positive(t, row["seconds_p50"].(float64))
+		assert.GreaterOrEqual(t, row["ratio_to_best"].(float64), 1.0, row["algo"])
+		if row["ratio_to_best"] == 1.0 {
+			fastest++
+		}
+		// At least a message's header and one word per message sent.
+		assert.Greater(t, row["bytes_per_node"].(float64), 8*row["msgs_per_node"].(float64), row["algo"])
 		if row["algo"] == "exchange" {
 			// The same schedule; a resend (after two idle periods of
 			// waiting, possible on a loaded machine) adds to it.
@@ -84,6 +92,7 @@ func TestBenchJSONContract(t *testing.T) {
 		}
 		assert.False(t, math.IsNaN(row["ratio_to_rdb"].(float64)))
 	}
+	assert.Positive(t, fastest, "the fastest has ratio 1 to the best")
 	code, _, _ := runCLI(t, "bench", "--algo", "ps,magic")
 	assert.Equal(t, 2, code)
 }
@@ -154,4 +163,33 @@ func TestNodeFailure(t *testing.T) {
 	assert.Contains(t, stderr, "gossipreduce node: warning: Push-Sum (ps) is not fault-tolerant")
 	assert.Contains(t, stderr, "not converged")
 	assert.NotContains(t, stderr, "no group key")
+}
+
+// TestBenchVectors: with --components the members average vectors of that
+// length; the ring joins the default algorithms; and the bytes per member
+// show what the ring is for: at 4 members it sends about 3/2 of the
+// vector, recursive doubling 2 whole copies.
+func TestBenchVectors(t *testing.T) {
+	obj := jsonObject(t, "bench", "--nodes", "4", "--components", "400", "--algo", "rdb,ring", "--runs", "2", "--seed", "1", "--json")
+	assert.Equal(t, 400.0, obj["components"])
+	rows := map[string]map[string]any{}
+	for _, a := range obj["algorithms"].([]any) {
+		row := a.(map[string]any)
+		rows[row["algo"].(string)] = row
+		assert.Equal(t, 0.0, row["failed_runs"], row["algo"])
+	}
+	require.Contains(t, rows, "ring")
+	assert.Equal(t, 6.0, rows["ring"]["msgs_per_node"], "2(4−1) steps")
+	vector := 8 * 401.0 // the components and the weight
+	// The model, plus headers and the runtime's few control messages.
+	assert.Greater(t, rows["rdb"]["bytes_per_node"].(float64), 2*vector)
+	assert.Less(t, rows["rdb"]["bytes_per_node"].(float64), 2.5*vector)
+	assert.Greater(t, rows["ring"]["bytes_per_node"].(float64), 1.5*vector)
+	assert.Less(t, rows["ring"]["bytes_per_node"].(float64), 2*vector)
+	assert.Less(t, rows["ring"]["bytes_per_node"].(float64), 0.8*rows["rdb"]["bytes_per_node"].(float64))
+
+	obj = jsonObject(t, "bench", "--nodes", "2", "--components", "3", "--runs", "1", "--seed", "1", "--json")
+	algos := obj["algorithms"].([]any)
+	require.Len(t, algos, 6, "the defaults and ring")
+	assert.Equal(t, "ring", algos[5].(map[string]any)["algo"])
 }

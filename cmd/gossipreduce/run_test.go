@@ -132,3 +132,17 @@ func TestBriefVector(t *testing.T) {
 	got := brief(long)
 	assert.Equal(t, "[7 0 0 0 0 0 0 0 … 1000000 components (--json has all)]", got)
 }
+
+// TestRunRing: the ring baseline runs live like rdb: a result at every
+// member, the same bits, exact to rounding, and 2(N−1) messages per member
+// when the vector has at least N words.
+func TestRunRing(t *testing.T) {
+	obj := jsonObject(t, "run", "--algo", "ring", "--nodes", "6", "--components", "40", "--seed", "2", "--runs", "2", "--json")
+	assert.NotContains(t, obj, "error")
+	assert.Equal(t, "ring", obj["algo"])
+	assert.Equal(t, 0.0, obj["failed_runs"])
+	assert.Equal(t, true, obj["identical"])
+	assert.Equal(t, 6.0, obj["live"])
+	assert.LessOrEqual(t, obj["max_rel_error"].(float64), 1e-15)
+	assert.Equal(t, 6.0*10, obj["messages"], "2(6−1) per member")
+}

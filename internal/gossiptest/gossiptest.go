@@ -204,7 +204,7 @@ func (n *Net) MaxError(exact []float64) float64 {
 
 // modulePackages are the names that prefix the module's error messages.
 var modulePackages = []string{"aggregate", "algo", "broadcast", "bsim", "campaign", "central", "exchange", "gossip",
-	"member", "natsserver", "pushflow", "pushsum", "rdb", "sdc", "sim", "simnet", "topology", "transport"}
+	"member", "natsserver", "pushflow", "pushsum", "rdb", "rhd", "ring", "sdc", "sim", "simnet", "topology", "transport"}
 
 // PrefixCount returns how many of the module's package prefixes ("sim: ",
 // "gossip: ", …) err's message carries. The rule it checks: the package
