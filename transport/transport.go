@@ -24,10 +24,10 @@ const DefaultPrefix = "gossipreduce"
 const DefaultBuffer = 1024
 
 // DefaultBufferBytes bounds the payload and attachment bytes waiting in an
-// endpoint's receive buffer when [Options.BufferBytes] is zero: 256 MiB,
-// 16 messages of a million-component vector with its certificate, far more
-// than any member has in flight towards one other.
-const DefaultBufferBytes = 256 << 20
+// endpoint's receive buffer when [Options.BufferBytes] is zero: 64 MiB,
+// four messages of a million-component vector with its certificate. Many
+// members in one process each have their own (16 members: up to 1 GiB).
+const DefaultBufferBytes = 64 << 20
 
 // ErrClosed reports a Send or Open on a closed endpoint or transport.
 var ErrClosed = errors.New("transport: closed")
