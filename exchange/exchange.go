@@ -254,13 +254,10 @@ func (m *Machine) askee(s rdb.Step, try int) (int, uint64) {
 // schedule (another kind, epoch, recipient, a partner or step it does not
 // have) is rejected with an error and changes nothing.
 func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Message, error) {
+	if err := gossip.CheckHeader(msg, gossip.KindExchange, m.epoch, m.id); err != nil {
+		return out, fmt.Errorf("exchange: %w", err)
+	}
 	switch {
-	case msg.Kind != gossip.KindExchange:
-		return out, fmt.Errorf("exchange: %w: kind %s", gossip.ErrForeignMessage, msg.Kind)
-	case msg.Epoch != m.epoch:
-		return out, fmt.Errorf("exchange: %w: epoch %d, want %d", gossip.ErrForeignMessage, msg.Epoch, m.epoch)
-	case msg.To != m.id:
-		return out, fmt.Errorf("exchange: %w: addressed to %d, this is %d", gossip.ErrForeignMessage, msg.To, m.id)
 	case int64(msg.From) >= int64(m.n) || msg.From == m.id:
 		return out, fmt.Errorf("exchange: %w: node %d", gossip.ErrUnknownPeer, msg.From)
 	case len(msg.Payload) != m.k+3:

@@ -1,6 +1,9 @@
 package gossip
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Error kinds. They are not messages of their own: the package that finds
 // the problem wraps one with %w behind its own name and the details, as in
@@ -34,3 +37,18 @@ var (
 	// ErrUnknownAlgorithm reports an algorithm name no constructor knows.
 	ErrUnknownAlgorithm = errors.New("unknown algorithm")
 )
+
+// CheckHeader reports whether msg is of the given kind and epoch and
+// addressed to node to, with an error wrapping ErrForeignMessage that names
+// the first field that differs (the caller adds its package's name).
+func CheckHeader(msg Message, kind Kind, epoch uint64, to NodeID) error {
+	switch {
+	case msg.Kind != kind:
+		return fmt.Errorf("%w: kind %s", ErrForeignMessage, msg.Kind)
+	case msg.Epoch != epoch:
+		return fmt.Errorf("%w: epoch %d, want %d", ErrForeignMessage, msg.Epoch, epoch)
+	case msg.To != to:
+		return fmt.Errorf("%w: addressed to %d, this is %d", ErrForeignMessage, msg.To, to)
+	}
+	return nil
+}

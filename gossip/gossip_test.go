@@ -143,3 +143,22 @@ func TestKindNames(t *testing.T) {
 	assert.False(t, gossip.KindInvalid.Valid())
 	assert.True(t, errors.Is(gossip.ErrLength, gossip.ErrLength))
 }
+
+func TestCheckHeader(t *testing.T) {
+	ok := gossip.Message{Kind: gossip.KindRing, Epoch: 3, To: 2}
+	require.NoError(t, gossip.CheckHeader(ok, gossip.KindRing, 3, 2))
+	for _, c := range []struct {
+		kind  gossip.Kind
+		epoch uint64
+		to    gossip.NodeID
+		want  string
+	}{
+		{gossip.KindRDB, 3, 2, "kind"},
+		{gossip.KindRing, 4, 2, "epoch 3, want 4"},
+		{gossip.KindRing, 3, 1, "addressed to 2, this is 1"},
+	} {
+		err := gossip.CheckHeader(ok, c.kind, c.epoch, c.to)
+		require.ErrorIs(t, err, gossip.ErrForeignMessage)
+		require.ErrorContains(t, err, c.want)
+	}
+}

@@ -94,13 +94,10 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 }
 
 func (m *Machine) check(msg gossip.Message) error {
+	if err := gossip.CheckHeader(msg, gossip.KindPush, m.epoch, m.id); err != nil {
+		return fmt.Errorf("pushsum: %w", err)
+	}
 	switch {
-	case msg.Kind != gossip.KindPush:
-		return fmt.Errorf("pushsum: %w: kind %s", gossip.ErrForeignMessage, msg.Kind)
-	case msg.Epoch != m.epoch:
-		return fmt.Errorf("pushsum: %w: epoch %d, want %d", gossip.ErrForeignMessage, msg.Epoch, m.epoch)
-	case msg.To != m.id:
-		return fmt.Errorf("pushsum: %w: addressed to %d, this is %d", gossip.ErrForeignMessage, msg.To, m.id)
 	case len(msg.Payload) != len(m.x)+1:
 		return fmt.Errorf("pushsum: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), len(m.x)+1)
 	}

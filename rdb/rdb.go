@@ -145,13 +145,10 @@ func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 // belong to; they wait. A message that is not part of this node's schedule
 // (wrong partner, unknown step, duplicate) is rejected.
 func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Message, error) {
+	if err := gossip.CheckHeader(msg, gossip.KindRDB, m.epoch, m.id); err != nil {
+		return out, fmt.Errorf("rdb: %w", err)
+	}
 	switch {
-	case msg.Kind != gossip.KindRDB:
-		return out, fmt.Errorf("rdb: %w: kind %s", gossip.ErrForeignMessage, msg.Kind)
-	case msg.Epoch != m.epoch:
-		return out, fmt.Errorf("rdb: %w: epoch %d, want %d", gossip.ErrForeignMessage, msg.Epoch, m.epoch)
-	case msg.To != m.id:
-		return out, fmt.Errorf("rdb: %w: addressed to %d, this is %d", gossip.ErrForeignMessage, msg.To, m.id)
 	case len(msg.Payload) != len(m.y):
 		return out, fmt.Errorf("rdb: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), len(m.y))
 	}

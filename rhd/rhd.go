@@ -127,13 +127,10 @@ func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Message, error) {
 	w := len(m.y)
 	tag := int(uint32(msg.Tag))
+	if err := gossip.CheckHeader(msg, gossip.KindRHD, m.epoch, m.id); err != nil {
+		return out, fmt.Errorf("rhd: %w", err)
+	}
 	switch {
-	case msg.Kind != gossip.KindRHD:
-		return out, fmt.Errorf("rhd: %w: kind %s", gossip.ErrForeignMessage, msg.Kind)
-	case msg.Epoch != m.epoch:
-		return out, fmt.Errorf("rhd: %w: epoch %d, want %d", gossip.ErrForeignMessage, msg.Epoch, m.epoch)
-	case msg.To != m.id:
-		return out, fmt.Errorf("rhd: %w: addressed to %d, this is %d", gossip.ErrForeignMessage, msg.To, m.id)
 	case msg.Tag>>32 != uint64(w):
 		return out, fmt.Errorf("rhd: %w: node %d's vectors have %d words (components and weight), this node's %d", gossip.ErrLength, msg.From, msg.Tag>>32, w)
 	}

@@ -132,13 +132,10 @@ func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Message, error) {
 	w := len(m.y)
 	step := int(uint32(msg.Tag))
+	if err := gossip.CheckHeader(msg, gossip.KindRing, m.epoch, m.id); err != nil {
+		return out, fmt.Errorf("ring: %w", err)
+	}
 	switch {
-	case msg.Kind != gossip.KindRing:
-		return out, fmt.Errorf("ring: %w: kind %s", gossip.ErrForeignMessage, msg.Kind)
-	case msg.Epoch != m.epoch:
-		return out, fmt.Errorf("ring: %w: epoch %d, want %d", gossip.ErrForeignMessage, msg.Epoch, m.epoch)
-	case msg.To != m.id:
-		return out, fmt.Errorf("ring: %w: addressed to %d, this is %d", gossip.ErrForeignMessage, msg.To, m.id)
 	case int64(msg.From) != int64(mod(int(m.id)-1, m.n)) || m.n == 1:
 		return out, fmt.Errorf("ring: %w: from %d, node %d's predecessor is %d", gossip.ErrForeignMessage, msg.From, m.id, mod(int(m.id)-1, m.n))
 	case msg.Tag>>32 != uint64(w):
