@@ -178,7 +178,7 @@ func (c Config) resolve() (*resolved, error) {
 	r := &resolved{Config: c, graph: g, spec: spec, autoIdle: autoIdle}
 	r.member = member.Config{ID: c.ID, Graph: g, Algorithm: spec, Epsilon: c.Epsilon, Tau: c.Tau,
 		Idle: c.Idle, Suspect: c.Suspect, Tick: c.Tick, Seed: c.Seed, Injector: c.Injector, Logger: c.Logger}
-	if !spec.Finite {
+	if spec.UsesGossip() {
 		d, err := topology.Diameter(g)
 		if err != nil {
 			return nil, fmt.Errorf("%w (gossip needs a strongly connected overlay)", err)

@@ -34,7 +34,17 @@ type Spec struct {
 	// Finite is true when the machine finishes on its own (it implements
 	// gossip.Finisher), like recursive doubling.
 	Finite bool
+	// Fallback names the gossip algorithm the runtime (package member)
+	// hands an operation to when this finite one cannot finish: an input
+	// lost with its member, a stall, a disagreement. Empty: none, the
+	// operation ends with an error instead.
+	Fallback string
 }
+
+// UsesGossip reports whether an operation may run a gossip algorithm (the
+// algorithm itself, or its fallback), which needs a strongly connected
+// overlay and its diameter.
+func (s Spec) UsesGossip() bool { return !s.Finite || s.Fallback != "" }
 
 var specs = []Spec{
 	{Name: "ps", Summary: "Push-Sum, one send per receive (thesis Algorithm 8)",
@@ -45,7 +55,7 @@ var specs = []Spec{
 		New: func(c gossip.Config) (gossip.Machine, error) { return central.New(c) }},
 	{Name: "rdb", Summary: "recursive doubling, any N (thesis Algorithm 1, MPICH fold)", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return rdb.New(c) }},
-	{Name: "exchange", Summary: "dimension exchange: rdb's schedule with hashes, stored messages and resends (loss and flips repaired)", Finite: true, Ticked: true,
+	{Name: "exchange", Summary: "dimension exchange: rdb's schedule with hashes, stored messages and resends, PFCC when an input is lost", Finite: true, Ticked: true, Fallback: "pfcc",
 		New: func(c gossip.Config) (gossip.Machine, error) { return exchange.New(c) }},
 	{Name: "ring", Summary: "ring reduce-scatter + all-gather, the bandwidth-optimal baseline for large vectors (no fault tolerance)", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return ring.New(c) }},

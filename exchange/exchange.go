@@ -8,8 +8,7 @@
 // Σx and Σw of the whole group. Other N fold the extra ranks in and out as
 // rdb does. Both partners of a step add the same two partials, and IEEE
 // addition is commutative, so every node ends with the same bits: no
-// convergence certificate and no result broadcast are needed. Each node
-// sends ⌊log2 N⌋ messages, plus one for a folded rank.
+// convergence certificate and no result broadcast are needed.
 //
 // What recursive doubling lacks, this package adds:
 //
@@ -46,15 +45,35 @@
 //
 // What cannot be asked for is an input that never left its node: a node
 // that dies before its first send (and, when it folds in, its partner
-// for the steps after) stalls the exchange, and the runtime ends the
-// operation with an error rather than a result that leaves an input out.
-// Handing the flows to PFCC in that case is not built yet.
+// for the steps after) stalls the exchange. The runtime (package member)
+// then hands the operation to PFCC, and the first pass's result must not
+// be returned by some members while the others decide another value. So
+// the exchange has two passes:
+//
+//   - The first pass is recursive doubling, as above. A node that ends it
+//     holds the result R and accepts it (in the runtime's Paxos, at the
+//     lowest ballot; see Accepted) unless Refuse came first.
+//   - The second pass runs the hypercube steps again with small messages:
+//     the hash of R and the number of the subcube's nodes that vouch for
+//     it (2^k at most in step k; subcubes are disjoint, so the counts
+//     add). A node whose count reaches a majority of the group knows that
+//     R is chosen and is done; its folded neighbour gets R from it after
+//     that. A vouch for another hash stops the node (Mismatch). A vouch
+//     asked for around the partner's subcube in vain is counted as none
+//     (skipAfter), which may leave too few: no node is done, and the
+//     runtime falls back.
+//
+// Fault-free, a node sends 2·⌊log2 N⌋ messages (plus one folded), half of
+// them three words long, and every node returns R with no certificate and
+// no broadcast.
 package exchange
 
 import (
 	"fmt"
 	"iter"
 	"math"
+	"math/bits"
+	"slices"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/rdb"
@@ -62,9 +81,11 @@ import (
 
 // Tag flags, above every step number (rdb's step tags are below 1<<21).
 const (
-	flagAsk   = 1 << 40 // send me your message of this step (again)
-	flagEmpty = 1 << 41 // this message carries no partial, only the ask
-	stepMask  = 1<<40 - 1
+	flagAsk    = 1 << 40 // send me your message of this step (again)
+	flagEmpty  = 1 << 41 // this message carries no partial, only the ask
+	flagVouch  = 1 << 42 // a step of the second pass: the hash of the result, no partial
+	flagChosen = 1 << 43 // a result (fold-out) from a node that finished the second pass
+	stepMask   = 1<<40 - 1
 )
 
 // alternateFrom is the ask from which a waiting node turns to nodes other
@@ -88,8 +109,12 @@ type Counters struct {
 	// Repairs counts times the state failed its hash and was rebuilt from
 	// the input and the partials received.
 	Repairs int
-	// Duplicates counts partials received for a step already held.
+	// Duplicates counts partials received for a step already held, and
+	// results that this node could not use.
 	Duplicates int
+	// Skipped counts steps of the second pass that went on without a
+	// vouch for the partner's subcube, after asking it around.
+	Skipped int
 }
 
 // Machine is one node of dimension exchange.
@@ -99,17 +124,27 @@ type Machine struct {
 	k     int // value components
 	epoch uint64
 	plan  []rdb.Step
+	p1    int // index into plan where the first pass ends (-1: a folded rank, which never accepts)
+	p2    int // index into plan where the second pass ends: from here on the result is chosen
 
 	input []float64 // x…, w as given, to rebuild the state from
 	y     []float64 // partial sums x…, w after the steps done so far
 	yHash uint64    // hashWords(y), to tell a flipped state
 
 	next    int         // index into plan of the step under way
-	sent    [][]float64 // per step: the partial this node sent (x…, w), nil before
-	got     [][]float64 // per step: the partner's verified partial, nil before
+	sent    [][]float64 // per step: what this node sent (a partial, or a vouch), nil before
+	got     [][]float64 // per step: the partner's verified partial or vouch, nil before
 	jump    []float64   // the result, taken from another node instead of the steps left
 	started bool
-	final   bool
+
+	accepted bool   // the first pass ended here: y is the result R, which this node vouches for
+	rHash    uint64 // hashWords(R), what the second pass compares
+	vouched  int    // hypercube nodes known to have accepted R, in this node's subcube so far
+	short    bool   // the second pass ended with fewer than a majority vouched for
+	refused  bool   // Refuse was called: never accept from now on
+	final    bool   // the second pass ended (or a chosen result came): R is chosen
+	mismatch bool   // a node vouched for another result than this node's
+	progress int
 
 	rank    int // this node's rank in the hypercube (rdb.Rank; -1: it folds in)
 	ticks   int // driver calls spent waiting in this step
@@ -127,25 +162,50 @@ func New(cfg gossip.Config) (*Machine, error) {
 	}
 	n := cfg.Overlay.Len()
 	plan := rdb.Schedule(int(cfg.ID), n)
+	rank := rdb.Rank(int(cfg.ID), n)
+	p1, p2 := -1, len(plan)
+	if rank >= 0 {
+		// The second pass runs the hypercube steps again, before the
+		// fold-out a folded neighbour waits for.
+		p1 = len(plan)
+		if p1 > 0 && plan[p1-1].Tag == rdb.TagFoldOut {
+			p1--
+		}
+		var vouch []rdb.Step
+		for k := range bits.Len(uint(n)) - 1 {
+			peer := rdb.Node(rank^1<<k, n)
+			vouch = append(vouch, rdb.Step{Tag: flagVouch | uint64(k+1), SendTo: peer, RecvFrom: peer})
+		}
+		plan = slices.Insert(plan, p1, vouch...)
+		p2 = p1 + len(vouch)
+	}
 	input := append(append([]float64(nil), cfg.Value...), cfg.Weight())
 	m := &Machine{
-		id: cfg.ID, n: n, k: len(cfg.Value), epoch: cfg.Epoch, plan: plan,
+		id: cfg.ID, n: n, k: len(cfg.Value), epoch: cfg.Epoch, plan: plan, p1: p1, p2: p2,
 		input: input, y: append([]float64(nil), input...),
 		sent: make([][]float64, len(plan)), got: make([][]float64, len(plan)),
-		backoff: 1,
+		backoff: 1, rank: rank,
 	}
-	m.rank = rdb.Rank(int(cfg.ID), n)
 	m.yHash = hashWords(m.y)
 	return m, nil
 }
 
-// cubeStep returns the hypercube step (0 …) that tag names, or -1 for the
-// fold steps.
+// cubeStep returns the hypercube step (0 …) that tag names, in either
+// pass, or -1 for the fold steps.
 func cubeStep(tag uint64) int {
 	if tag == rdb.TagFoldIn || tag == rdb.TagFoldOut {
 		return -1
 	}
-	return int(tag) - 1
+	return int(tag&stepMask) - 1
+}
+
+// width is the number of words a step's message carries before its hash:
+// a partial (values and weight), or the result's hash in the second pass.
+func (m *Machine) width(tag uint64) int {
+	if tag&flagVouch != 0 {
+		return 3
+	}
+	return m.k + 1
 }
 
 // stepOf returns the index into the plan of the step with tag, or -1.
@@ -175,13 +235,14 @@ func (m *Machine) Counters() Counters { return m.cnt }
 // the second one spent waiting sends the step's message again with an ask,
 // then the 4th, 8th and every 16th after that (a simulator ticks
 // periodically, about every two message latencies, so a partner merely a
-// step behind is not asked).
+// step behind is not asked). A node that cannot go on (refused before its
+// first pass ended, or told of another result) asks for nothing.
 func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 	if !m.started {
 		m.started = true
 		return m.advance(out)
 	}
-	if m.final {
+	if m.final || m.mismatch || m.refused && !m.accepted {
 		return out
 	}
 	m.ticks++
@@ -189,8 +250,31 @@ func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 		return out
 	}
 	m.ticks = 0
+	if m.short {
+		// Every step is done, with too few vouched for: only a node that
+		// had more can end this one's wait, with the chosen result.
+		m.backoff = min(2*m.backoff, maxBackoff)
+		m.tries++
+		m.cnt.Resends++
+		return append(out, m.message((int(m.id)+1+m.tries%(m.n-1))%m.n, rdb.TagFoldOut|flagAsk|flagEmpty, nil))
+	}
+	s := m.plan[m.next]
+	if k := cubeStep(s.Tag); s.Tag&flagVouch != 0 && m.got[m.next] == nil && m.tries >= skipAfter(k) {
+		// Nobody vouches for the partner's subcube: count none of it.
+		m.got[m.next] = []float64{float64(m.rHash >> 32), float64(m.rHash & 0xffffffff), 0}
+		m.cnt.Skipped++
+		return m.advance(out)
+	}
 	return m.resend(out)
 }
+
+// skipAfter is the number of asks after which the second pass's step k
+// goes on without a vouch for the partner's subcube: the partner has been
+// asked twice and up to three of its subcube's other members once each,
+// about 30 to 90 driver calls of waiting. A node that skips vouches for
+// fewer nodes, never for more, so skipping is always safe; if too few are
+// left, no node finishes and the runtime falls back (see Accepted).
+func skipAfter(k int) int { return alternateFrom + 2*min(1<<k-1, 3) + 2 }
 
 // Idle is the live runtime's idle step, taken when this node has sent
 // nothing for a while (Idle, 4 ms by default). The second idle step spent
@@ -206,7 +290,7 @@ func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 // it instead of Tick) is documented here.
 func (m *Machine) Idle(out []gossip.Message) []gossip.Message { return m.Tick(out) }
 
-// resend asks for the partial of the step under way, sending this node's
+// resend asks for what the step under way waits for, sending this node's
 // own message of the step with it when there is one (an alternate in a
 // hypercube step needs it as much as the partner does), and doubles the
 // timeout.
@@ -225,12 +309,13 @@ func (m *Machine) resend(out []gossip.Message) []gossip.Message {
 // askee returns the node the try-th ask of step s goes to, and the tag
 // to ask with: the partner for the first alternateFrom asks, then every
 // other ask one of the other members of the partner's subcube in turn (a
-// hypercube step; they hold the same partial) and, between them, one of
-// the other nodes in turn for the result, which any finished node has
-// (when the whole subcube is dead, or a partial its members held died with
-// them, a node that got it some other way may have finished). A folded
-// rank waiting for the result asks every other node in turn; a fold-in
-// partial is only ever at the node that folds in.
+// hypercube step of either pass; they hold the same partial, and have
+// vouched for the same subcube) and, between them, one of the other nodes
+// in turn for the result, which any node past its first pass has (when the
+// whole subcube is dead, or a partial its members held died with them, a
+// node that got it some other way may have gone on). A folded rank waiting
+// for the result asks every other node in turn; a fold-in partial is only
+// ever at the node that folds in.
 func (m *Machine) askee(s rdb.Step, try int) (int, uint64) {
 	if try < alternateFrom {
 		return s.RecvFrom, s.Tag
@@ -257,24 +342,26 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	if err := gossip.CheckHeader(msg, gossip.KindExchange, m.epoch, m.id); err != nil {
 		return out, fmt.Errorf("exchange: %w", err)
 	}
+	tag := msg.Tag & (stepMask | flagVouch)
+	ask, carries, chosen := msg.Tag&flagAsk != 0, msg.Tag&flagEmpty == 0, msg.Tag&flagChosen != 0
 	switch {
 	case int64(msg.From) >= int64(m.n) || msg.From == m.id:
 		return out, fmt.Errorf("exchange: %w: node %d", gossip.ErrUnknownPeer, msg.From)
-	case len(msg.Payload) != m.k+3:
-		return out, fmt.Errorf("exchange: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), m.k+3)
-	case msg.Tag&^(stepMask|flagAsk|flagEmpty) != 0 || msg.Tag&flagEmpty != 0 && msg.Tag&flagAsk == 0:
+	case msg.Tag&^(stepMask|flagAsk|flagEmpty|flagVouch|flagChosen) != 0 || !carries && !ask ||
+		chosen && (tag != rdb.TagFoldOut || ask) || tag&flagVouch != 0 && cubeStep(tag) < 0:
 		return out, fmt.Errorf("exchange: %w: tag %#x", gossip.ErrForeignMessage, msg.Tag)
+	case len(msg.Payload) != m.width(tag)+2:
+		return out, fmt.Errorf("exchange: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), m.width(tag)+2)
 	}
-	tag, from := msg.Tag&stepMask, int(msg.From)
-	ask, carries := msg.Tag&flagAsk != 0, msg.Tag&flagEmpty == 0
+	from := int(msg.From)
 	idx := m.stepOf(tag)
-	recv := -1 // the step whose partial the message carries
+	recv := -1 // the step whose partial or vouch the message carries
 	if carries && idx >= 0 && m.plan[idx].RecvFrom >= 0 && m.takesFrom(idx, from) {
 		recv = idx
 	}
-	result := carries && recv < 0 && tag == rdb.TagFoldOut // a result asked for around a dead subcube
+	result := carries && tag == rdb.TagFoldOut // the result: a fold-out, or an answer for it
 	if carries && recv < 0 && !result || ask && !m.answers(idx, tag, from) {
-		return out, fmt.Errorf("exchange: %w: step %d from %d is not in node %d's schedule", gossip.ErrForeignMessage, tag, from, m.id)
+		return out, fmt.Errorf("exchange: %w: step %#x from %d is not in node %d's schedule", gossip.ErrForeignMessage, tag, from, m.id)
 	}
 	if !m.verify(msg) {
 		m.cnt.Corrupt++
@@ -283,62 +370,96 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 		}
 		return out, nil
 	}
-	m.started = true
-	if result {
-		if m.final {
-			m.cnt.Duplicates++
-		} else {
-			m.jump = append([]float64(nil), msg.Payload[:m.k+1]...)
-			copy(m.y, m.jump)
-			m.yHash = hashWords(m.y)
-			// Skip to the end, or to the fold-out this node still owes its
-			// folded neighbour (advance sends it).
-			m.next = len(m.plan)
-			if last := len(m.plan) - 1; last >= 0 && m.plan[last].Tag == rdb.TagFoldOut && m.plan[last].SendTo >= 0 && m.sent[last] == nil {
-				m.next = last
-			}
-		}
+	if c := msg.Payload[2]; tag&flagVouch != 0 && carries && !(c >= 0 && c <= float64(int(1)<<cubeStep(tag)) && c == math.Trunc(c)) {
+		return out, fmt.Errorf("exchange: %w: a vouch for %v nodes of %d", gossip.ErrForeignMessage, c, 1<<cubeStep(tag))
 	}
-	if recv >= 0 {
-		if m.got[recv] != nil || recv < m.next {
-			m.cnt.Duplicates++
-		} else {
-			m.got[recv] = append([]float64(nil), msg.Payload[:m.k+1]...)
-		}
+	m.started = true
+	switch {
+	case result:
+		m.takeResult(msg.Payload[:m.k+1], chosen)
+	case recv >= 0 && (m.got[recv] != nil || recv < m.next):
+		m.cnt.Duplicates++
+	case recv >= 0:
+		m.got[recv] = append([]float64(nil), msg.Payload[:m.width(tag)]...)
 	}
 	if ask {
-		var p []float64
-		switch {
-		case tag == rdb.TagFoldOut && m.final:
-			m.check()
-			p = m.y
-		case tag != rdb.TagFoldOut:
-			p = m.sent[idx]
-		}
-		if p != nil {
-			m.cnt.Answers++
-			out = append(out, m.message(from, tag, p))
-		}
+		out = m.answer(out, idx, tag, from)
 	}
 	return m.advance(out), nil
 }
 
+// takeResult takes the result from another node. A chosen one ends the
+// operation here (after the fold-out this node still owes its folded
+// neighbour); one that is not chosen yet (its sender has only finished
+// the first pass) replaces a first pass this node could not finish, and
+// the second pass follows. A folded rank, which does not vouch, waits for
+// a chosen one. A result that differs from the one this node holds is a
+// disagreement that only a corrupted state escaping its hash can cause:
+// this node stops (see Mismatch).
+func (m *Machine) takeResult(p []float64, chosen bool) {
+	switch {
+	case m.final, !chosen && (m.p1 < 0 || m.accepted || m.refused):
+		m.cnt.Duplicates++
+		return
+	case m.accepted && !sameBits(p, m.y):
+		m.mismatch = true
+		return
+	}
+	m.check()
+	m.jump = append([]float64(nil), p...)
+	copy(m.y, m.jump)
+	m.yHash = hashWords(m.y)
+	m.progress++
+	if !chosen {
+		m.next = m.p1
+		m.ticks, m.backoff, m.tries = 0, 1, 0
+		return
+	}
+	if !m.refused && m.p1 >= 0 && !m.accepted {
+		m.accepted, m.rHash = true, m.yHash
+	}
+	m.final, m.short = true, false
+	// Skip to the end, or to the fold-out this node still owes its folded
+	// neighbour (advance sends it).
+	m.next = len(m.plan)
+	if last := len(m.plan) - 1; last >= 0 && m.plan[last].Tag == rdb.TagFoldOut && m.plan[last].SendTo >= 0 && m.sent[last] == nil {
+		m.next = last
+	}
+	m.ticks, m.backoff, m.tries = 0, 1, 0
+}
+
+// answer sends what node from asked for: the stored message of step idx,
+// or the result (chosen or not) when this node has one.
+func (m *Machine) answer(out []gossip.Message, idx int, tag uint64, from int) []gossip.Message {
+	switch {
+	case tag == rdb.TagFoldOut && m.final:
+		m.check()
+		m.cnt.Answers++
+		return append(out, m.message(from, tag|flagChosen, m.y))
+	case tag == rdb.TagFoldOut && m.accepted:
+		m.check()
+		m.cnt.Answers++
+		return append(out, m.message(from, tag, m.y))
+	case tag != rdb.TagFoldOut && m.sent[idx] != nil:
+		m.cnt.Answers++
+		return append(out, m.message(from, tag, m.sent[idx]))
+	}
+	return out
+}
+
 // takesFrom reports whether node from may supply the partial of step idx:
-// in a hypercube step any member of the partner's subcube holds it, the
-// fold-out's result any node that has finished, the fold-in's only the
+// in a hypercube step any member of the partner's subcube holds it (and in
+// the second pass has vouched for the same nodes), the fold-in's only the
 // node that folds in.
 func (m *Machine) takesFrom(idx, from int) bool {
 	s := m.plan[idx]
-	switch k := cubeStep(s.Tag); {
-	case k >= 0:
+	if k := cubeStep(s.Tag); k >= 0 {
 		return m.supplies(from, k)
-	case s.Tag == rdb.TagFoldOut:
-		return true
 	}
 	return from == s.RecvFrom
 }
 
-// answers reports whether node from may ask this node for its partial of
+// answers reports whether node from may ask this node for its message of
 // the step with tag (idx in the plan, or -1): the nodes it may supply in a
 // hypercube step, its fold-in partner, and anybody for the result.
 func (m *Machine) answers(idx int, tag uint64, from int) bool {
@@ -355,25 +476,71 @@ func (m *Machine) answers(idx int, tag uint64, from int) bool {
 
 // advance runs the schedule as far as the received partials allow. The
 // send of a step goes out before its receive is awaited, which is what
-// makes an exchange.
+// makes an exchange. At the end of the first pass the node takes its sums
+// as the result R (unless Refuse came first, when it stops there); the
+// second pass sends hash(R) over the same hypercube steps, and a node
+// whose partner vouches for another hash stops.
 func (m *Machine) advance(out []gossip.Message) []gossip.Message {
-	for m.next < len(m.plan) {
-		s := m.plan[m.next]
-		if s.SendTo >= 0 && m.sent[m.next] == nil {
-			m.check()
-			m.sent[m.next] = append([]float64(nil), m.y...)
-			out = append(out, m.message(s.SendTo, s.Tag, m.sent[m.next]))
-		}
-		if s.RecvFrom >= 0 {
-			if m.got[m.next] == nil {
+	for {
+		if m.next == m.p1 && !m.accepted {
+			if m.refused {
 				return out
 			}
 			m.check()
-			apply(m.y, m.got[m.next], s.Replace)
-			m.yHash = hashWords(m.y)
+			m.accepted, m.rHash, m.vouched = true, m.yHash, 1
+		}
+		if m.next >= len(m.plan) {
+			break
+		}
+		if m.next == m.p2 && m.p1 >= 0 && !m.final {
+			if m.vouched < m.n/2+1 {
+				m.short = true
+				return out
+			}
+			m.final = true
+		}
+		s := m.plan[m.next]
+		if s.SendTo >= 0 && m.sent[m.next] == nil {
+			m.check()
+			tag := s.Tag
+			switch {
+			case s.Tag&flagVouch != 0:
+				m.sent[m.next] = []float64{float64(m.rHash >> 32), float64(m.rHash & 0xffffffff), float64(m.vouched)}
+			case s.Tag == rdb.TagFoldOut:
+				tag |= flagChosen
+				fallthrough
+			default:
+				m.sent[m.next] = append([]float64(nil), m.y...)
+			}
+			out = append(out, m.message(s.SendTo, tag, m.sent[m.next]))
+		}
+		if s.RecvFrom >= 0 {
+			got := m.got[m.next]
+			if got == nil {
+				return out
+			}
+			if s.Tag&flagVouch != 0 {
+				if uint64(got[0])<<32|uint64(got[1]) != m.rHash {
+					m.mismatch = true
+					return out
+				}
+				m.vouched += int(got[2])
+			} else {
+				m.check()
+				apply(m.y, got, s.Replace)
+				m.yHash = hashWords(m.y)
+			}
 		}
 		m.next++
+		m.progress++
 		m.ticks, m.backoff, m.tries = 0, 1, 0
+	}
+	if m.p1 < 0 && m.jump == nil {
+		return out // a folded rank that has not had its result yet
+	}
+	if m.p1 >= 0 && !m.final && m.vouched < m.n/2+1 {
+		m.short = true
+		return out
 	}
 	m.final = true
 	return out
@@ -403,49 +570,106 @@ func (m *Machine) check() {
 		return
 	}
 	copy(m.y, m.input)
-	for i := range m.next {
-		if s := m.plan[i]; s.RecvFrom >= 0 {
+	for i := range min(m.next, m.p1max()) {
+		if s := m.plan[i]; s.RecvFrom >= 0 && s.Tag&flagVouch == 0 {
 			apply(m.y, m.got[i], s.Replace)
 		}
 	}
 	m.yHash = hashWords(m.y)
 }
 
-// message builds a message to node to carrying partial p (nil: an empty
-// ask), sealed with its hash.
+// p1max is the end of the first pass for check: the whole plan for a
+// folded rank, whose partials all come in the first pass.
+func (m *Machine) p1max() int {
+	if m.p1 < 0 {
+		return len(m.plan)
+	}
+	return m.p1
+}
+
+// message builds a message to node to carrying p (a partial, a vouch, or
+// nil: an empty ask), sealed with its hash.
 func (m *Machine) message(to int, tag uint64, p []float64) gossip.Message {
+	w := m.width(tag & (stepMask | flagVouch))
 	msg := gossip.Message{From: m.id, To: gossip.NodeID(to), Kind: gossip.KindExchange, Epoch: m.epoch, Tag: tag,
-		Payload: make([]float64, m.k+3)}
+		Payload: make([]float64, w+2)}
 	copy(msg.Payload, p)
 	h := hashMessage(msg)
-	msg.Payload[m.k+1], msg.Payload[m.k+2] = float64(h>>32), float64(h&0xffffffff)
+	msg.Payload[w], msg.Payload[w+1] = float64(h>>32), float64(h&0xffffffff)
 	return msg
 }
 
 // verify reports whether msg's hash words match its header and partial.
 func (m *Machine) verify(msg gossip.Message) bool {
 	h := hashMessage(msg)
-	return msg.Payload[m.k+1] == float64(h>>32) && msg.Payload[m.k+2] == float64(h&0xffffffff)
+	n := len(msg.Payload)
+	return msg.Payload[n-2] == float64(h>>32) && msg.Payload[n-1] == float64(h&0xffffffff)
 }
 
-// Done reports whether the node holds the final result.
+// Done reports whether the node holds the chosen result: the second pass
+// ended here, or a node that had finished it sent the result. Every node
+// that vouched in the second pass then holds the same bits (see Accepted).
 func (m *Machine) Done() bool { return m.final }
 
+// Accepted reports whether this node finished the first pass (itself, or
+// with the result of a node that had) before Refuse was called: it then
+// holds the result R, which Estimate returns, and vouches for it in the
+// second pass. A folded rank never accepts.
+//
+// The two passes make dimension exchange the lowest ballot of a Paxos
+// round that the runtime (package member) can fall back on: a node that
+// finished the second pass knows that every node of the hypercube (2^⌊log2
+// N⌋ nodes, a majority of the group) accepted R, so R is chosen, and a
+// later proposer, whose majority of promises meets the hypercube, hears
+// of R and proposes it. The runtime calls Refuse before this node promises
+// anything, so an acceptance here never follows a promise.
+func (m *Machine) Accepted() bool { return m.accepted }
+
+// Refuse stops this node from accepting a result: if its first pass has
+// not ended, it never will (it stops there, and asks for nothing more);
+// if it has, the second pass goes on, for the result is accepted already.
+// The machine still answers other nodes' asks from what it sent.
+func (m *Machine) Refuse() { m.refused = true }
+
+// Mismatch reports whether another node vouched for, or sent as chosen, a
+// result other than this node's: the exchange cannot end here, and the
+// runtime must fall back to another algorithm. It takes a corruption that
+// escaped the hashes (about 2^-64 per corrupted message).
+func (m *Machine) Mismatch() bool { return m.mismatch }
+
+// Progress counts the steps this node has finished and the results it has
+// taken: a runtime that sees it unchanged for long knows that the exchange
+// is stuck (an input that never left a dead node).
+func (m *Machine) Progress() int { return m.progress }
+
 // Estimate appends the node's current partial aggregate Σx/Σw to dst[:0],
-// after repairing a flipped state; it is the final result, the same bits at
-// every node, once Done reports true.
+// after repairing a flipped state; it is the result R once Accepted
+// reports true, the same bits at every node once Done does.
 func (m *Machine) Estimate(dst []float64) []float64 {
 	m.check()
 	return gossip.AppendRatios(dst, m.y)
 }
 
-// Exclude does nothing: dimension exchange has no way around a dead
-// partner yet.
+// Exclude does nothing: a dead partner is asked around (see the package
+// documentation), and an input lost with its node is the runtime's to
+// handle.
 func (m *Machine) Exclude(gossip.NodeID) {}
 
 // Words yields the partial sums, value[c] and weight: the state an SDC
 // injector may flip (and the hash check repairs).
 func (m *Machine) Words() iter.Seq[gossip.Word] { return gossip.SumWords(m.y) }
+
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 // hashMessage hashes what a message says: its header and every payload
 // word but the two that carry the hash.

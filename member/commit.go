@@ -73,7 +73,7 @@ func (m *Machine) propose(now time.Duration, own []float64) {
 	o := m.cur
 	px := &o.px
 	round := px.seen>>32 + 1
-	if m.r.ID == 0 && px.phase == 0 && px.seen == 0 && !px.hasAcc {
+	if m.r.ID == 0 && px.phase == 0 && px.seen == 0 && !px.hasAcc && o.x == nil {
 		round = 0 // the lowest ballot: no prepare needed
 	}
 	px.ballot = round<<32 | uint64(m.r.ID)
@@ -157,6 +157,13 @@ func (m *Machine) paxosStep(now time.Duration, o *op, msg gossip.Message) {
 		prop := p[1:]
 		if !m.wellFormed(o, prop) {
 			m.reject("proposal", msg, gossip.ErrLength)
+			return
+		}
+		if b == 0 && px.hasAcc && !sameBits(px.accepted, prop) {
+			// Ballot 0 has one value: the exchange's result, if this member
+			// accepted one (fallback.go), and nobody proposes at ballot 0
+			// after a fallback. Another value is forged or misrouted.
+			m.reject("proposal", msg, gossip.ErrForeignMessage)
 			return
 		}
 		if !(px.hasAcc && sameBits(px.accepted, prop)) && !m.plausiblePayload(o, prop[1:]) {

@@ -22,9 +22,9 @@ type Config struct {
 	Graph topology.Graph
 	// Algorithm is the gossip (or finite) algorithm every operation runs.
 	Algorithm algo.Spec
-	// Diameter is Graph's diameter, needed by gossip algorithms (the
-	// agreement threshold θ = ε/(2(D+1)) follows from it). Ignored for
-	// finite algorithms.
+	// Diameter is Graph's diameter, needed by gossip algorithms and
+	// finite ones with a fallback (the agreement threshold θ = ε/(2(D+1))
+	// follows from it). Ignored for other finite algorithms.
 	Diameter int
 	// Epsilon is the target relative accuracy of the result, in (0, 1).
 	Epsilon float64
@@ -56,9 +56,10 @@ type Config struct {
 // resolved adds what a Config implies.
 type resolved struct {
 	Config
-	n     int
-	theta float64
-	need  int
+	n        int
+	theta    float64
+	need     int
+	fallback algo.Spec // Algorithm.Fallback's spec, if it names one
 }
 
 func (c Config) resolve() (*resolved, error) {
@@ -82,7 +83,17 @@ func (c Config) resolve() (*resolved, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &resolved{Config: c, n: c.Graph.Len()}
-	if !c.Algorithm.Finite {
+	if c.Algorithm.Fallback != "" {
+		fb, err := algo.Lookup(c.Algorithm.Fallback)
+		if err != nil {
+			return nil, fmt.Errorf("member: %w: fallback of %s: %w", gossip.ErrInvalidConfig, c.Algorithm.Name, err)
+		}
+		if fb.Finite {
+			return nil, fmt.Errorf("member: %w: the fallback of %s, %s, is finite", gossip.ErrInvalidConfig, c.Algorithm.Name, fb.Name)
+		}
+		r.fallback = fb
+	}
+	if c.Algorithm.UsesGossip() {
 		// Neighbours that agree within θ can still be D·θ apart across the
 		// group; the root's estimate lies within the spread of all
 		// estimates (α is a convex combination of them), so θ = ε/(2(D+1))

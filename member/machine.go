@@ -119,6 +119,9 @@ type Stats struct {
 	// source that this member had not accepted itself: it waits for a
 	// second source before it takes one (see the package documentation).
 	Unconfirmed int
+	// Fallbacks counts operations this member handed from a finite
+	// algorithm to its fallback (see fallback.go).
+	Fallbacks int
 }
 
 // op is one operation: under way, or finished and kept for a while to
@@ -127,6 +130,9 @@ type op struct {
 	req        Op
 	epoch      uint64
 	m          gossip.Machine
+	x          twoPass       // a finite machine with a fallback (see fallback.go); nil otherwise
+	progress   int           // x.Progress() when last seen to change
+	progressAt time.Duration // and when
 	cert       *certificate
 	ext        []float64 // the extremes known so far (max-merged)
 	inj        gossip.Injector
@@ -334,15 +340,8 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 	m.ops++
 	m.stats.Operations++
 	r := m.r
-	gm, err := r.Algorithm.New(gossip.Config{
-		ID: r.ID, Overlay: r.Graph, Value: req.Values, Mode: gossip.Average, Epoch: epoch,
-		Rand: rand.NewPCG(r.Seed^epoch*0x9e3779b97f4a7c15, uint64(r.ID)), Tau: r.Tau,
-		// A push unacknowledged for about four rounds of the neighbour's
-		// sends is most likely lost: send the flow again, so that its mass,
-		// which holds up settled, arrives.
-		Resend: 4*r.Graph.Degree(r.ID) + 8,
-	})
-	o := &op{req: req, epoch: epoch, m: gm, start: now, lastSend: now,
+	gm, err := r.Algorithm.New(m.gossipConfig(req, epoch))
+	o := &op{req: req, epoch: epoch, m: gm, start: now, lastSend: now, progressAt: now,
 		ext:   slices.Clone(req.Extremes),
 		heard: map[gossip.NodeID]time.Duration{}, ever: map[gossip.NodeID]bool{},
 		pinged: map[gossip.NodeID]time.Duration{}, told: map[gossip.NodeID]time.Duration{}}
@@ -352,17 +351,10 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 		return nil
 	}
 	if !r.Algorithm.Finite {
-		o.cert = newCertificate(r.n, int(r.ID), r.need, r.theta)
-		for k := range r.Graph.Degree(r.ID) {
-			o.heard[r.Graph.Neighbor(r.ID, k)] = now
-		}
-		// Members known to be away are not waited for.
-		for j := range r.n {
-			if m.absent.has(j) && j != int(r.ID) {
-				o.cert.markDead(j)
-				m.excluded(gossip.NodeID(j))
-			}
-		}
+		m.certify(now, o)
+	}
+	if x, ok := gm.(twoPass); ok && r.Algorithm.Fallback != "" {
+		o.x = x
 	}
 	if r.Injector != nil {
 		o.inj = r.Injector(epoch)
@@ -484,12 +476,22 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		return
 	}
 	if o.done {
-		if m.r.Algorithm.Finite && o.m != nil && o.abort == nil {
+		if o.abort == nil && (o.x != nil && msg.Kind == gossip.KindExchange || m.r.Algorithm.Finite && o.x == nil && o.m != nil) {
 			m.answerFinished(now, o, msg)
 			return
 		}
 		m.answerLate(now, o, msg.From)
 		return
+	}
+	if o.x != nil {
+		if msg.Kind == gossip.KindExchange {
+			m.stepExchange(now, o, msg)
+			return
+		}
+		if o.cert == nil {
+			// Another member has fallen back: so does this one.
+			m.fallback(now, o, fmt.Sprintf("%s of %s", msg.Kind, m.sender(msg.From)))
+		}
 	}
 	if o.cert != nil {
 		if o.cert.dead.has(int(msg.From)) {
@@ -613,6 +615,9 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 			if msg.Tag == tagPrepare || msg.Tag == tagPropose {
 				m.answerLate(now, o, msg.From)
 			}
+		case o.cert == nil && o.x != nil:
+			m.fallback(now, o, fmt.Sprintf("Paxos from %s", m.sender(msg.From)))
+			m.paxosStep(now, o, msg)
 		case o.cert != nil:
 			m.paxosStep(now, o, msg)
 		default:
@@ -699,6 +704,7 @@ func (m *Machine) forgive(now, d time.Duration) {
 	}
 	o.lastHeard += d
 	o.lastSend = min(o.lastSend+d, now)
+	o.progressAt += d
 	m.stats.Stalls++
 }
 
@@ -771,6 +777,12 @@ func (m *Machine) tickOp(now time.Duration) {
 			o.inj.InjectState(m.point(now, o), o.m)
 		}
 	}
+	if o.x != nil && o.cert == nil {
+		m.noteExchange(now, o)
+		if now-o.progressAt > m.r.Suspect {
+			m.fallback(now, o, fmt.Sprintf("no step of the exchange for %v", now-o.progressAt))
+		}
+	}
 	m.paxosTick(now)
 	m.checkDone(now)
 }
@@ -820,7 +832,14 @@ func (m *Machine) checkDone(now time.Duration) {
 		m.deliver(now, resultPayload(m.est, o.ext, 1, newBitset(1)), m.r.ID, fromSelf)
 		return
 	}
-	if m.r.Algorithm.Finite {
+	if o.x != nil && o.x.Done() {
+		// The exchange's result is chosen (see fallback.go), even if this
+		// member has fallen back meanwhile.
+		m.est = o.x.Estimate(m.est[:0])
+		m.deliver(now, resultPayload(m.est, nil, m.r.n, newBitset(m.r.n)), m.r.ID, fromSelf)
+		return
+	}
+	if o.cert == nil {
 		if f, ok := o.m.(gossip.Finisher); ok && f.Done() {
 			m.est = o.m.Estimate(m.est[:0])
 			m.deliver(now, resultPayload(m.est, nil, m.r.n, newBitset(m.r.n)), m.r.ID, fromSelf)
@@ -891,7 +910,11 @@ func (m *Machine) answerLate(now time.Duration, o *op, to gossip.NodeID) {
 // result. The machine refuses anything else (rdb refuses everything late),
 // and what it refuses is dropped and counted.
 func (m *Machine) answerFinished(now time.Duration, o *op, msg gossip.Message) {
-	out, err := o.m.Step(msg, m.scratch[:0])
+	fm := o.m
+	if o.x != nil {
+		fm = o.x
+	}
+	out, err := fm.Step(msg, m.scratch[:0])
 	if err != nil {
 		m.reject("machine", msg, err)
 	}
@@ -919,6 +942,7 @@ func (m *Machine) mismatch(now time.Duration, err error) {
 	o.abort = err
 	m.finish(now, m.best(), err)
 	if m.r.Algorithm.Finite {
+		// (a finite algorithm's fallback included)
 		for j := range m.r.n {
 			if j != int(m.r.ID) {
 				m.tell(now, o, gossip.NodeID(j), tagAbort, nil)
@@ -961,6 +985,14 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 		return
 	}
 	accepted := o.px.hasAcc && sameBits(o.px.accepted[1:], payload)
+	if from != fromSelf && !accepted && o.x != nil && o.cert == nil {
+		// An exchange under way has no estimate to check a result
+		// against: it takes the result through the exchange (hashed, from
+		// the members that hold it), or checks it once it has fallen back.
+		m.stats.Rejected++
+		m.log.Debug("result during the exchange ignored", "root", root)
+		return
+	}
 	if from != fromSelf && !accepted {
 		if o.cert != nil && !m.confirmsAbsent(o, dead) {
 			// Without a key the absent set is as forgeable as the value:

@@ -14,8 +14,9 @@ import (
 //
 //	go test -tags chaos -run TestChaosLong -timeout 3h ./member/simnet
 //
-// CHAOS_OPS (default 10000) and CHAOS_SEED (default 1) set its size and
-// seed; a failing case replays with ChaosCase(seed, nil, 3, "").
+// CHAOS_OPS (default 10000), CHAOS_SEED (default 1) and CHAOS_ALGO
+// (default pfcc) set its size, seed and algorithm; a failing case replays
+// with ChaosCase(seed, nil, 3, algorithm).
 func TestChaosLong(t *testing.T) {
 	ops, seed := 10_000, uint64(1)
 	if s := os.Getenv("CHAOS_OPS"); s != "" {
@@ -28,5 +29,5 @@ func TestChaosLong(t *testing.T) {
 		require.NoError(t, err, "CHAOS_SEED")
 		seed = n
 	}
-	campaign(t, ops, seed)
+	campaign(t, ops, seed, os.Getenv("CHAOS_ALGO"))
 }

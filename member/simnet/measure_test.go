@@ -73,7 +73,9 @@ func TestMeasureRefusesBadConfig(t *testing.T) {
 // it. A member that dies before it sent anything (here two of 12 at once,
 // member 0 and another: an odd folded rank sends only after its even
 // neighbour's input arrived) takes its input with it, and its neighbour's:
-// the others end with an error, never a result without them.
+// the exchange stalls, the members fall back to PFCC after Suspect (1 s)
+// and end with its result, which leaves the dead out. With less time than
+// that, they end with an error, never a result without them.
 func TestMeasureExchange(t *testing.T) {
 	rep, err := Measure(context.Background(), MeasureConfig{
 		Net:  Config{Nodes: 64, Algorithm: "exchange", Loss: 0.2, Seed: 5},
@@ -101,6 +103,14 @@ func TestMeasureExchange(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Zero(t, rep.Wrong)
-	assert.Positive(t, rep.Failed, "an input that never left its member is nowhere to be asked for")
+	assert.Positive(t, rep.Failed, "an input that never left its member is nowhere to be asked for, and Suspect is the whole limit")
 	assert.Less(t, rep.Failed, rep.Runs, "the other crashes are asked around")
+
+	rep, err = Measure(context.Background(), MeasureConfig{
+		Net:  Config{Nodes: 12, Algorithm: "exchange", Seed: 1},
+		Runs: 6, Crash: 0.2, Window: time.Microsecond, Limit: 20 * time.Second,
+	})
+	require.NoError(t, err)
+	assert.Zero(t, rep.Wrong)
+	assert.Zero(t, rep.Failed, "the fallback to PFCC ends what the exchange could not")
 }

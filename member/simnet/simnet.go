@@ -140,7 +140,7 @@ func New(cfg Config) (*Net, error) {
 		return nil, err
 	}
 	diam := 0
-	if !spec.Finite {
+	if spec.UsesGossip() {
 		if diam, err = topology.Diameter(g); err != nil {
 			return nil, err
 		}

@@ -133,13 +133,25 @@ func TestChaosFindsNoViolation(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		ops = 15
 	}
-	campaign(t, ops, 1)
+	campaign(t, ops, 1, "")
+}
+
+// TestChaosExchange: dimension exchange under every fault, falling back to
+// PFCC when it cannot finish, never returns two results for one operation
+// nor one that is not the aggregate of the inputs it names, forged results
+// included (an exchange under way takes none; see member.deliver).
+func TestChaosExchange(t *testing.T) {
+	ops := 60
+	if testing.Short() || raceEnabled {
+		ops = 15
+	}
+	campaign(t, ops, 7, "exchange")
 }
 
 // campaign runs a chaos campaign and fails the test on every violation.
-func campaign(t *testing.T, ops int, seed uint64) {
-	t.Logf("chaos seed %d, %d operations (replay a case with ChaosCase(seed, nil, 3, \"\"))", seed, ops)
-	rep, err := Chaos(context.Background(), ChaosConfig{Ops: ops, Seed: seed})
+func campaign(t *testing.T, ops int, seed uint64, algorithm string) {
+	t.Logf("chaos seed %d, %d operations of %q (replay a case with ChaosCase(seed, nil, 3, %q))", seed, ops, algorithm, algorithm)
+	rep, err := Chaos(context.Background(), ChaosConfig{Ops: ops, Seed: seed, Algorithm: algorithm})
 	require.NoError(t, err)
 	for _, c := range rep.Cases {
 		t.Errorf("case seed %d: %s", c.Seed, c.Schedule)

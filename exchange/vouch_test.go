@@ -1,0 +1,126 @@
+package exchange
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/topology"
+)
+
+// pair builds the two machines of a group of two.
+func pair(t *testing.T) (*Machine, *Machine) {
+	t.Helper()
+	g, err := topology.Complete(2)
+	require.NoError(t, err)
+	var ms [2]*Machine
+	for i := range ms {
+		ms[i], err = New(gossip.Config{ID: gossip.NodeID(i), Overlay: g, Value: []float64{float64(i + 1)}, Mode: gossip.Average, Epoch: 1})
+		require.NoError(t, err)
+	}
+	return ms[0], ms[1]
+}
+
+// TestRefusedBeforeTheFirstPassNeverAccepts: a node told to refuse before
+// its first pass ends never accepts, never vouches and asks for nothing;
+// its partner, which accepted, still gets its stored step message.
+func TestRefusedBeforeTheFirstPassNeverAccepts(t *testing.T) {
+	a, b := pair(t)
+	toB := a.Tick(nil)
+	require.Len(t, toB, 1)
+	b.Refuse()
+	toA := b.Tick(nil) // b sends its step message, then waits
+	require.Len(t, toA, 1)
+	out, err := b.Step(toB[0], nil)
+	require.NoError(t, err)
+	assert.Empty(t, out, "a refused node vouches for nothing")
+	assert.False(t, b.Accepted())
+	for range 50 {
+		assert.Empty(t, b.Idle(nil), "a refused node asks for nothing")
+	}
+	vouch, err := a.Step(toA[0], nil)
+	require.NoError(t, err)
+	assert.True(t, a.Accepted())
+	require.Len(t, vouch, 1, "a vouches")
+	_, err = b.Step(vouch[0], nil)
+	require.NoError(t, err)
+	assert.False(t, b.Done(), "a vouch cannot make a refused node accept")
+	// a waits for b's vouch, asks around, goes on without it: one vouch of
+	// two is no majority, and a is never done.
+	for range 500 {
+		a.Idle(nil)
+	}
+	assert.Equal(t, 1, a.Counters().Skipped)
+	assert.False(t, a.Done(), "one vouch of two is no majority")
+}
+
+// TestRefusedAfterTheFirstPassStillEnds: an acceptance made before the
+// refusal stands, and the second pass goes on to the chosen result.
+func TestRefusedAfterTheFirstPassStillEnds(t *testing.T) {
+	a, b := pair(t)
+	toB, toA := a.Tick(nil), b.Tick(nil)
+	va, err := a.Step(toA[0], nil)
+	require.NoError(t, err)
+	vb, err := b.Step(toB[0], nil)
+	require.NoError(t, err)
+	b.Refuse()
+	require.True(t, b.Accepted())
+	_, err = a.Step(vb[0], nil)
+	require.NoError(t, err)
+	_, err = b.Step(va[0], nil)
+	require.NoError(t, err)
+	assert.True(t, a.Done())
+	assert.True(t, b.Done())
+	assert.Equal(t, a.Estimate(nil), b.Estimate(nil))
+	assert.Equal(t, []float64{1.5}, a.Estimate(nil))
+}
+
+// TestVouchForAnotherResultIsAMismatch: a well-formed vouch for another
+// hash than this node's result stops the node (the runtime falls back);
+// it is never done.
+func TestVouchForAnotherResultIsAMismatch(t *testing.T) {
+	a, b := pair(t)
+	toB, toA := a.Tick(nil), b.Tick(nil)
+	_, err := a.Step(toA[0], nil)
+	require.NoError(t, err)
+	_, err = b.Step(toB[0], nil)
+	require.NoError(t, err)
+	other := b.rHash ^ 1
+	forged := b.message(0, b.plan[b.p1].Tag, []float64{float64(other >> 32), float64(other & 0xffffffff), 1})
+	_, err = a.Step(forged, nil)
+	require.NoError(t, err)
+	assert.True(t, a.Mismatch())
+	assert.False(t, a.Done())
+
+	// A chosen result with other bits is a mismatch too.
+	a, b = pair(t)
+	toB, toA = a.Tick(nil), b.Tick(nil)
+	_, err = a.Step(toA[0], nil)
+	require.NoError(t, err)
+	_, err = b.Step(toB[0], nil)
+	require.NoError(t, err)
+	chosen := b.message(0, 1<<20|flagChosen, []float64{7, 2})
+	_, err = a.Step(chosen, nil)
+	require.NoError(t, err)
+	assert.True(t, a.Mismatch())
+	assert.False(t, a.Done())
+}
+
+// TestVouchCountsAreChecked: a vouch for more nodes than the subcube holds
+// is refused, with an error, and changes nothing.
+func TestVouchCountsAreChecked(t *testing.T) {
+	a, b := pair(t)
+	toB, toA := a.Tick(nil), b.Tick(nil)
+	_, err := a.Step(toA[0], nil)
+	require.NoError(t, err)
+	_, err = b.Step(toB[0], nil)
+	require.NoError(t, err)
+	for _, c := range []float64{2, -1, 0.5} {
+		forged := b.message(0, b.plan[b.p1].Tag, []float64{float64(b.rHash >> 32), float64(b.rHash & 0xffffffff), c})
+		_, err = a.Step(forged, nil)
+		assert.ErrorIs(t, err, gossip.ErrForeignMessage, "count %v", c)
+		assert.False(t, a.Done(), "count %v", c)
+	}
+}

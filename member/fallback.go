@@ -1,0 +1,159 @@
+package member
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+)
+
+// Falling back from a finite algorithm to gossip.
+//
+// Dimension exchange (package exchange) is recursive doubling made to
+// survive lost and corrupted messages, and members that die after their
+// input has left them; it cannot survive an input that never left its
+// member. Its spec names a fallback (algo.Spec.Fallback, PFCC), and an
+// operation whose exchange cannot finish is handed to it: the member
+// builds the fallback's machine from its input, starts the convergence
+// certificate, and the operation ends as a gossip operation does, by the
+// root's Paxos proposal and the result broadcast (commit.go).
+//
+// Two results for one operation must never both be returned: members that
+// finished the exchange return its result R, and the fallback must then
+// decide R too. So the exchange is made the lowest ballot of the Paxos
+// round the fallback ends with:
+//
+//   - A member that finishes the exchange's first pass (or takes R from a
+//     member that did) accepts R at ballot 0, unless it has fallen back
+//     already: falling back comes before any promise, and makes the machine
+//     refuse from then on (exchange.Machine.Refuse), so an acceptance at
+//     ballot 0 never follows a promise.
+//   - In the second pass the hypercube's members (2^⌊log2 N⌋ of them, a
+//     majority of the group) vouch, over the same schedule, for the hash of
+//     R and for how many of them accepted it. A member whose count reaches
+//     a majority knows that R is chosen, and returns it with no certificate
+//     and no broadcast: that is the fault-free path, 2·⌊log2 N⌋ messages.
+//   - A member falls back when the exchange makes no step for Suspect (an
+//     input was lost, or too few are left to vouch), when the exchange
+//     finds that members hold different results, or when a fallback
+//     message or a Paxos message of the operation arrives. Its promises
+//     report R at ballot 0 if it accepted R, and since member 0 has no fast
+//     ballot in a fallback, every proposer prepares first: if R was chosen,
+//     its majority of promises meets the hypercube's vouching majority and
+//     it proposes R.
+//
+// So a fallback ends with R whenever any member may have returned R, and
+// with the fallback's own estimate (the aggregate of the members its
+// certificate counts live) only when none can have. A member that falls
+// back still answers the exchange messages of members that have not, from
+// what it stored, and returns R if its own second pass ends after all.
+
+// twoPass is implemented by finite machines that can hand an operation to
+// a fallback (see exchange.Machine).
+type twoPass interface {
+	gossip.Machine
+	gossip.Finisher
+	// Accepted reports whether the first pass ended here with the result.
+	Accepted() bool
+	// Refuse stops the machine from ever accepting a result.
+	Refuse()
+	// Mismatch reports whether members were found to hold different
+	// results.
+	Mismatch() bool
+	// Progress changes whenever the machine makes a step.
+	Progress() int
+}
+
+// gossipConfig is the configuration of this member's algorithm machine for
+// operation req with epoch.
+func (m *Machine) gossipConfig(req Op, epoch uint64) gossip.Config {
+	r := m.r
+	return gossip.Config{
+		ID: r.ID, Overlay: r.Graph, Value: req.Values, Mode: gossip.Average, Epoch: epoch,
+		Rand: rand.NewPCG(r.Seed^epoch*0x9e3779b97f4a7c15, uint64(r.ID)), Tau: r.Tau,
+		// A push unacknowledged for about four rounds of the neighbour's
+		// sends is most likely lost: send the flow again, so that its mass,
+		// which holds up settled, arrives.
+		Resend: 4*r.Graph.Degree(r.ID) + 8,
+	}
+}
+
+// certify starts operation o's convergence certificate and failure
+// detection: every neighbour is heard from now on, and members known to be
+// away are not waited for.
+func (m *Machine) certify(now time.Duration, o *op) {
+	r := m.r
+	o.cert = newCertificate(r.n, int(r.ID), r.need, r.theta)
+	for k := range r.Graph.Degree(r.ID) {
+		o.heard[r.Graph.Neighbor(r.ID, k)] = now
+	}
+	o.lastHeard = now
+	for j := range r.n {
+		if m.absent.has(j) && j != int(r.ID) {
+			o.cert.markDead(j)
+			m.excluded(gossip.NodeID(j))
+		}
+	}
+}
+
+// stepExchange hands an exchange message to operation o's exchange
+// machine, whether or not the member has fallen back.
+func (m *Machine) stepExchange(now time.Duration, o *op, msg gossip.Message) {
+	out, err := o.x.Step(msg, m.scratch[:0])
+	if err != nil {
+		if errors.Is(err, gossip.ErrLength) {
+			m.mismatch(now, fmt.Errorf("%w: %s sent a message that does not fit this member's %d components: %w", ErrGroupMismatch, m.sender(msg.From), len(o.req.Values), err))
+			return
+		}
+		m.reject("machine", msg, err)
+	}
+	if o.inj != nil && o.cert == nil {
+		o.inj.InjectState(m.point(now, o), o.x)
+	}
+	m.emit(now, out)
+	m.noteExchange(now, o)
+	m.checkDone(now)
+}
+
+// noteExchange takes what the exchange machine did: progress, an
+// acceptance at ballot 0, a disagreement (which makes the member fall
+// back).
+func (m *Machine) noteExchange(now time.Duration, o *op) {
+	if p := o.x.Progress(); p != o.progress {
+		o.progress, o.progressAt = p, now
+	}
+	if o.x.Accepted() && !o.px.hasAcc {
+		m.est = o.x.Estimate(m.est[:0])
+		o.px.accepted = append([]float64{0}, resultPayload(m.est, nil, m.r.n, newBitset(m.r.n))...)
+		o.px.accB, o.px.hasAcc = 0, true
+	}
+	if o.x.Mismatch() && o.cert == nil && !o.done {
+		m.fallback(now, o, "members hold different results")
+	}
+}
+
+// fallback hands operation o from its exchange to the fallback algorithm,
+// started from this member's input, with the certificate.
+func (m *Machine) fallback(now time.Duration, o *op, why string) {
+	if o.cert != nil || o.done {
+		return
+	}
+	o.x.Refuse()
+	m.noteExchange(now, o) // an acceptance before the refusal stands
+	gm, err := m.r.fallback.New(m.gossipConfig(o.req, o.epoch))
+	if err != nil {
+		m.finish(now, Result{}, fmt.Errorf("member: fallback to %s: %w", m.r.fallback.Name, err))
+		return
+	}
+	m.stats.Fallbacks++
+	m.log.Debug("falling back", "to", m.r.fallback.Name, "why", why)
+	o.m = gm
+	o.lastSend = now
+	m.certify(now, o)
+	if o.inj != nil {
+		o.inj.InjectState(m.point(now, o), gm)
+	}
+	m.emit(now, gm.Tick(m.scratch[:0]))
+}
