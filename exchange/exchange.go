@@ -401,7 +401,7 @@ func (m *Machine) takeResult(p []float64, chosen bool) {
 	case m.final, !chosen && (m.p1 < 0 || m.accepted || m.refused):
 		m.cnt.Duplicates++
 		return
-	case m.accepted && !sameBits(p, m.y):
+	case m.accepted && !gossip.SameBits(p, m.y):
 		m.mismatch = true
 		return
 	}
@@ -658,18 +658,6 @@ func (m *Machine) Exclude(gossip.NodeID) {}
 // Words yields the partial sums, value[c] and weight: the state an SDC
 // injector may flip (and the hash check repairs).
 func (m *Machine) Words() iter.Seq[gossip.Word] { return gossip.SumWords(m.y) }
-
-func sameBits(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
-			return false
-		}
-	}
-	return true
-}
 
 // hashMessage hashes what a message says: its header and every payload
 // word but the two that carry the hash.

@@ -91,3 +91,18 @@ func RelError(est, exact []float64) float64 {
 	}
 	return worst
 }
+
+// SameBits reports whether two vectors hold the same float64 bits, word
+// for word: what "identical at every member" means (0 and -0 differ, and
+// a NaN equals only the same NaN).
+func SameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}

@@ -38,7 +38,7 @@ func newCertificate(n, self, need int, theta float64) *certificate {
 // itself, withdraws every certificate of the generation by starting a new
 // one (only certified nodes need to do that: the others are not counted).
 func (c *certificate) observe(own, peer []float64, ownExt, peerExt []float64) {
-	if relDiff(own, peer) <= c.theta && sameBits(ownExt, peerExt) {
+	if relDiff(own, peer) <= c.theta && gossip.SameBits(ownExt, peerExt) {
 		c.streak++
 		if c.streak >= c.need {
 			c.stable.set(c.self)
@@ -125,19 +125,6 @@ func (c *certificate) root() int {
 		}
 	}
 	return -1
-}
-
-// sameBits reports whether two vectors hold the same float64 bits.
-func sameBits(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // mergeMax raises own to the element-wise maximum of own and peer.

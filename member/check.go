@@ -75,7 +75,7 @@ func Check(n int, epoch uint64, inputs [][]float64, outcomes map[gossip.NodeID]O
 			}
 			continue
 		}
-		if !sameBits(ref.Value, res.Value) || !sameBits(ref.Extremes, res.Extremes) || ref.Live != res.Live || !slices.Equal(ref.Absent, res.Absent) {
+		if !gossip.SameBits(ref.Value, res.Value) || !gossip.SameBits(ref.Extremes, res.Extremes) || ref.Live != res.Live || !slices.Equal(ref.Absent, res.Absent) {
 			bad("result %v (live %d, absent %v) differs from member %d's %v (live %d, absent %v)",
 				res.Value, res.Live, res.Absent, refID, ref.Value, ref.Live, ref.Absent)
 		}

@@ -159,14 +159,14 @@ func (m *Machine) paxosStep(now time.Duration, o *op, msg gossip.Message) {
 			m.reject("proposal", msg, gossip.ErrLength)
 			return
 		}
-		if b == 0 && px.hasAcc && !sameBits(px.accepted, prop) {
+		if b == 0 && px.hasAcc && !gossip.SameBits(px.accepted, prop) {
 			// Ballot 0 has one value: the exchange's result, if this member
 			// accepted one (fallback.go), and nobody proposes at ballot 0
 			// after a fallback. Another value is forged or misrouted.
 			m.reject("proposal", msg, gossip.ErrForeignMessage)
 			return
 		}
-		if !(px.hasAcc && sameBits(px.accepted, prop)) && !m.plausiblePayload(o, prop[1:]) {
+		if !(px.hasAcc && gossip.SameBits(px.accepted, prop)) && !m.plausiblePayload(o, prop[1:]) {
 			m.stats.Rejected++
 			m.log.Debug("proposal this member's estimate does not confirm ignored", "from", msg.From)
 			return

@@ -984,7 +984,7 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 		m.announce(tagHello)
 		return
 	}
-	accepted := o.px.hasAcc && sameBits(o.px.accepted[1:], payload)
+	accepted := o.px.hasAcc && gossip.SameBits(o.px.accepted[1:], payload)
 	if from != fromSelf && !accepted && o.x != nil && o.cert == nil {
 		// An exchange under way has no estimate to check a result
 		// against: it takes the result through the exchange (hashed, from
@@ -1058,7 +1058,7 @@ type heardResult struct {
 // source sent the same bits before.
 func (m *Machine) corroborated(o *op, payload []float64, from int) bool {
 	for _, h := range o.heardOnce {
-		if sameBits(h.payload, payload) {
+		if gossip.SameBits(h.payload, payload) {
 			return h.from != from
 		}
 	}
