@@ -139,6 +139,7 @@ type listFlag[T any] struct {
 	name, verb string
 	list       bool
 	parse      func(string) ([]T, error)
+	distinct   func([]T) error // nil, or rejects a list that repeats a value
 	vals       []T
 	text       string
 	given      bool // set on the command line, not only the default
@@ -176,6 +177,11 @@ func (l *listFlag[T]) Set(s string) error {
 	}
 	if l.list && len(vals) == 0 {
 		return errors.New("empty list")
+	}
+	if l.distinct != nil {
+		if err := l.distinct(vals); err != nil {
+			return err
+		}
 	}
 	l.vals, l.text, l.given = vals, s, true
 	return nil
@@ -274,8 +280,23 @@ func splitList(s string) []string {
 }
 
 // registerAlgo registers --algo (a list in bench and sdc) with default def.
+// A list names each algorithm once: a repeat would run it twice and
+// print two rows, or two sets of points, under one name.
 func registerAlgo(fs *flag.FlagSet, l *listFlag[string], verb, def string) {
+	l.distinct = noRepeat[string]
 	registerList(fs, l, "algo", verb, def, helpAlgo, parseAlgo)
+}
+
+// noRepeat rejects a list that names a value more than once.
+func noRepeat[T comparable](vals []T) error {
+	seen := make(map[T]bool, len(vals))
+	for _, v := range vals {
+		if seen[v] {
+			return fmt.Errorf("%v is listed twice", v)
+		}
+		seen[v] = true
+	}
+	return nil
 }
 
 // registerSeed registers --seed.
