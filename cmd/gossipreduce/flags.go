@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -336,7 +337,7 @@ func (g *groupFlags) check() error {
 func (g *groupFlags) overlay(n int) (topology.Graph, error) {
 	t, err := topology.Parse(g.topology, n)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		return nil, usageErr(err)
 	}
 	return t, nil
 }
@@ -518,9 +519,11 @@ func given(fs *flag.FlagSet) map[string]bool {
 }
 
 // alias is a deprecated name of a flag: setting it sets the flag and
-// says so, once, on the flag set's output. The help leaves it out.
+// says so, once, on the flag set's output (as it was when registered:
+// parseFlags silences the flag set's output while it parses). The help leaves it out.
 type alias struct {
 	fs       *flag.FlagSet
+	w        io.Writer // the flag set's output when registered
 	old, new string
 	warned   bool
 }
@@ -529,7 +532,7 @@ func (a *alias) String() string { return "" }
 
 func (a *alias) Set(s string) error {
 	if !a.warned {
-		fmt.Fprintf(a.fs.Output(), "gossipreduce: --%s is deprecated; use --%s\n", a.old, a.new)
+		fmt.Fprintf(a.w, "gossipreduce: --%s is deprecated; use --%s\n", a.old, a.new)
 		a.warned = true
 	}
 	return a.fs.Set(a.new, s)
@@ -537,7 +540,7 @@ func (a *alias) Set(s string) error {
 
 // deprecate registers old as a deprecated alias of the flag new.
 func deprecate(fs *flag.FlagSet, old, new string) {
-	fs.Var(&alias{fs: fs, old: old, new: new}, old, "deprecated: use --"+new)
+	fs.Var(&alias{fs: fs, w: fs.Output(), old: old, new: new}, old, "deprecated: use --"+new)
 }
 
 // isAlias reports whether f is a deprecated alias.
