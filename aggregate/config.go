@@ -50,12 +50,19 @@ type Config struct {
 	Nodes int
 	// Topology is the overlay (see topology.Parse). Default "complete".
 	Topology string
-	// Algorithm is an algo name. Default "pfcc", the one that survives
-	// message loss, crashes and bit flips. "exchange" costs about what
-	// recursive doubling does and survives loss, bit flips and members
-	// that crash after their input left them (the result keeps their
-	// input), but not a member that dies before its first send: that
-	// operation ends with ErrNotConverged (docs/live.md).
+	// Algorithm is any name algo.Names lists; the Summary of its
+	// algo.Lookup spec says what each is. Default "pfcc", the one that
+	// survives message loss, crashes and bit flips. "exchange" costs
+	// about what recursive doubling does and survives loss, bit flips and
+	// members that crash after their input left them (the result keeps
+	// their input), but not a member that dies before its first send:
+	// that operation ends with ErrNotConverged (docs/live.md). "rdb"
+	// (recursive doubling), "ring" (reduce-scatter and all-gather, the
+	// bandwidth-optimal choice for large vectors) and "rhd" (recursive
+	// halving and doubling, the ring's bytes in 2 log2 N messages;
+	// experimental) are baselines without fault tolerance; "central",
+	// a gather at member 0 and back, survives loss but not member 0's
+	// death.
 	Algorithm string
 	// Epsilon is the target relative accuracy of the result. Default 1e-9.
 	Epsilon float64

@@ -89,7 +89,10 @@ func (t *Memory) Open(ctx context.Context, g Group, id gossip.NodeID) (Endpoint,
 // Stats implements [Transport].
 func (t *Memory) Stats() Stats { return t.hub.total.snapshot() }
 
-// Close implements [Transport]. Messages still delayed are discarded.
+// Close implements [Transport]. Messages still delayed
+// ([MemoryOptions.Delay]) are discarded, as messages in flight on a network
+// that goes away: they stay counted in Stats.Sent. Messages queued for
+// peers without a session are discarded and counted in Stats.Unsent.
 func (t *Memory) Close() error {
 	t.mu.Lock()
 	t.closed = true

@@ -391,10 +391,12 @@ func (t *NATS) Open(ctx context.Context, g Group, id gossip.NodeID) (Endpoint, e
 // Stats implements [Transport].
 func (t *NATS) Stats() Stats { return t.hub.total.snapshot() }
 
-// Close implements [Transport]: it closes every endpoint, waits (at most the
-// close timeout) for the server to confirm everything sent so far, and closes
-// the connection if the transport opened it. While the connection is down,
-// Close does not wait, and messages buffered for the reconnection are lost.
+// Close implements [Transport]: it closes every endpoint (discarding the
+// messages queued for peers without a session, counted in Stats.Unsent),
+// waits (at most the close timeout) for the server to confirm everything
+// sent so far, and closes the connection if the transport opened it. While
+// the connection is down, Close does not wait, and messages buffered for
+// the reconnection are lost (they stay counted in Stats.Sent).
 func (t *NATS) Close() error {
 	t.once.Do(func() {
 		errs := []error{t.hub.closeAll()}

@@ -336,6 +336,32 @@ func TestQueuedUntilPeerOpens(t *testing.T) {
 	})
 }
 
+// TestTransportCloseDiscardsQueued: closing the transport, not only the
+// endpoint, discards the messages still queued for a peer whose session
+// is not established, and counts each in Unsent, at the endpoint and in
+// the transport's total: none is sent, and none goes uncounted.
+func TestTransportCloseDiscardsQueued(t *testing.T) {
+	forEach(t, func(t *testing.T, im impl) {
+		tr, _ := im.open(t, transport.Options{})
+		ctx := testCtx(t)
+		a, err := tr.Open(ctx, transport.Group{Name: "closequeue", ConfigHash: 9}, 0)
+		require.NoError(t, err)
+		const queued = 5 // to node 1, which never opens
+		for i := range queued {
+			require.NoError(t, a.Send(ctx, gossip.Message{From: 0, To: 1, Kind: gossip.KindPush, Tag: uint64(i)}))
+		}
+		assert.Zero(t, a.Stats().Unsent, "queued, not yet discarded")
+		require.NoError(t, tr.Close())
+		st := a.Stats()
+		assert.Equal(t, uint64(queued), st.Unsent, "every queued message is counted as discarded")
+		assert.Zero(t, st.Sent)
+		assert.Equal(t, uint64(queued), tr.Stats().Unsent)
+		require.ErrorIs(t, a.Send(ctx, gossip.Message{From: 0, To: 1, Kind: gossip.KindPush}), transport.ErrClosed)
+		_, open := <-a.Messages()
+		assert.False(t, open, "Close closed the endpoint")
+	})
+}
+
 // TestProbeFlood publishes a hundred copies of a (valid, signed) probe from
 // each of ten nodes at an endpoint: it answers each node once in the answer
 // interval (here an hour, so exactly once), learns nothing from the

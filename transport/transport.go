@@ -59,7 +59,10 @@ type Transport interface {
 	Stats() Stats
 
 	// Close closes every endpoint and releases the transport's resources
-	// (flushing what was sent, for NATS). It is safe to call more than once.
+	// (flushing what was sent, for NATS). It does not wait for sessions:
+	// as Endpoint.Close, it discards the messages still queued for peers
+	// whose session is not established and counts each in Stats.Unsent.
+	// It is safe to call more than once.
 	Close() error
 }
 
@@ -123,9 +126,11 @@ type Endpoint interface {
 	// aggregate driver does not advance its failure detection meanwhile.
 	Online() bool
 
-	// Close stops receiving and closes the Messages channel; messages still
-	// queued for unknown peers are discarded (Stats.Unsent). It is safe to
-	// call more than once. Opening the node again makes a new incarnation.
+	// Close stops receiving and closes the Messages channel. It does not
+	// wait for the peers' sessions: messages still queued for peers whose
+	// incarnation is unknown are discarded, never sent, and each is
+	// counted in Stats.Unsent. It is safe to call more than once. Opening
+	// the node again makes a new incarnation.
 	Close() error
 }
 

@@ -242,7 +242,7 @@ func simChaos(ctx context.Context, cfg simnet.ChaosConfig, res *chaosOutput, std
 		if ctx.Err() != nil {
 			return err
 		}
-		return fmt.Errorf("%w: %w", errUsage, err) // a bad algorithm
+		return usageErr(err) // a bad algorithm
 	}
 	res.Operations, res.Failed, res.Truncated, res.Violations, res.Cases = rep.Operations, rep.Failed, rep.Truncated, rep.Violations, rep.Cases
 	return nil

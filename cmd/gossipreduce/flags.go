@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -139,6 +140,7 @@ type listFlag[T any] struct {
 	name, verb string
 	list       bool
 	parse      func(string) ([]T, error)
+	distinct   func([]T) error // nil, or rejects a list that repeats a value
 	vals       []T
 	text       string
 	given      bool // set on the command line, not only the default
@@ -176,6 +178,11 @@ func (l *listFlag[T]) Set(s string) error {
 	}
 	if l.list && len(vals) == 0 {
 		return errors.New("empty list")
+	}
+	if l.distinct != nil {
+		if err := l.distinct(vals); err != nil {
+			return err
+		}
 	}
 	l.vals, l.text, l.given = vals, s, true
 	return nil
@@ -274,8 +281,23 @@ func splitList(s string) []string {
 }
 
 // registerAlgo registers --algo (a list in bench and sdc) with default def.
+// A list names each algorithm once: a repeat would run it twice and
+// print two rows, or two sets of points, under one name.
 func registerAlgo(fs *flag.FlagSet, l *listFlag[string], verb, def string) {
+	l.distinct = noRepeat[string]
 	registerList(fs, l, "algo", verb, def, helpAlgo, parseAlgo)
+}
+
+// noRepeat rejects a list that names a value more than once.
+func noRepeat[T comparable](vals []T) error {
+	seen := make(map[T]bool, len(vals))
+	for _, v := range vals {
+		if seen[v] {
+			return fmt.Errorf("%v is listed twice", v)
+		}
+		seen[v] = true
+	}
+	return nil
 }
 
 // registerSeed registers --seed.
@@ -315,7 +337,7 @@ func (g *groupFlags) check() error {
 func (g *groupFlags) overlay(n int) (topology.Graph, error) {
 	t, err := topology.Parse(g.topology, n)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		return nil, usageErr(err)
 	}
 	return t, nil
 }
@@ -497,9 +519,11 @@ func given(fs *flag.FlagSet) map[string]bool {
 }
 
 // alias is a deprecated name of a flag: setting it sets the flag and
-// says so, once, on the flag set's output. The help leaves it out.
+// says so, once, on the flag set's output (as it was when registered:
+// parseFlags silences the flag set's output while it parses). The help leaves it out.
 type alias struct {
 	fs       *flag.FlagSet
+	w        io.Writer // the flag set's output when registered
 	old, new string
 	warned   bool
 }
@@ -508,7 +532,7 @@ func (a *alias) String() string { return "" }
 
 func (a *alias) Set(s string) error {
 	if !a.warned {
-		fmt.Fprintf(a.fs.Output(), "gossipreduce: --%s is deprecated; use --%s\n", a.old, a.new)
+		fmt.Fprintf(a.w, "gossipreduce: --%s is deprecated; use --%s\n", a.old, a.new)
 		a.warned = true
 	}
 	return a.fs.Set(a.new, s)
@@ -516,7 +540,7 @@ func (a *alias) Set(s string) error {
 
 // deprecate registers old as a deprecated alias of the flag new.
 func deprecate(fs *flag.FlagSet, old, new string) {
-	fs.Var(&alias{fs: fs, old: old, new: new}, old, "deprecated: use --"+new)
+	fs.Var(&alias{fs: fs, w: fs.Output(), old: old, new: new}, old, "deprecated: use --"+new)
 }
 
 // isAlias reports whether f is a deprecated alias.

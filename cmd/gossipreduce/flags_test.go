@@ -161,6 +161,25 @@ func TestListFlags(t *testing.T) {
 	assert.Equal(t, 0, code, stderr)
 }
 
+// TestAlgoListRepeats: bench and sdc compare each algorithm once; a list
+// that names one twice is a usage error that names it, before any run,
+// also through the deprecated --algos.
+func TestAlgoListRepeats(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--algo", "rdb,ring,rdb"},
+		{"bench", "--algos", "rdb, ring ,rdb"},
+		{"sdc", "--algo", "rdb,pfcc,rdb", "--runs", "1", "--nodes", "4"},
+	} {
+		code, stdout, stderr := runCLI(t, args...)
+		assert.Equal(t, 2, code, "%v: %s", args, stderr)
+		assert.Empty(t, stdout, "%v: nothing ran", args)
+		assert.Contains(t, stderr, "rdb is listed twice", args)
+	}
+	var l listFlag[string]
+	registerAlgo(flag.NewFlagSet("t", flag.ContinueOnError), &l, "bench", "rdb,ring")
+	assert.Equal(t, []string{"rdb", "ring"}, l.vals, "distinct names are taken")
+}
+
 // TestDeprecatedNames: bench's --algos still works, saying once that it is
 // deprecated; no verb's help teaches a deprecated name.
 func TestDeprecatedNames(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -115,12 +116,28 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// errUsage marks an error in how the command was called (exit status 2).
+// errUsage marks an error in how the command was called (exit status 2):
+// errors.Is(err, errUsage) holds for a usageError.
 var errUsage = errors.New("usage")
 
+// usageError is an error in how the command was called. Its text is the
+// problem alone ("--nodes 0 must be at least 1"): run puts the verb before
+// it and the usage line after it.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+
+func (e usageError) Unwrap() error { return e.err }
+
+func (e usageError) Is(target error) bool { return target == errUsage }
+
+// usagef returns a usage error of the formatted text.
 func usagef(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+	return usageError{fmt.Errorf(format, args...)}
 }
+
+// usageErr marks err, found in the flags' values, as a usage error.
+func usageErr(err error) error { return usageError{err} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -167,6 +184,7 @@ func run(ctx context.Context, args []string, out *stdio) int {
 		return 0
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(out.Stderr, "gossipreduce %s: %v\n", v.name, err)
+		fmt.Fprintf(out.Stderr, "usage: gossipreduce %s [flags] (gossipreduce help %s lists them)\n", v.name, v.name)
 		return 2
 	default:
 		fmt.Fprintf(out.Stderr, "gossipreduce %s: %v\n", v.name, err)
@@ -278,17 +296,78 @@ func subVerbs(name string) []string {
 	return subs
 }
 
-// parseFlags parses args, turning flag errors into usage errors and
-// rejecting stray positional arguments.
+// parseFlags parses args, turning flag errors into usage errors in the
+// command's words (flagError) and rejecting stray positional arguments.
+// The flag package's own report of an error (its text, then the whole
+// help) is silenced: run prints the error once, with a usage line; -h
+// still prints the help.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
+	help, w := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = help
+	fs.SetOutput(w)
+	if errors.Is(err, flag.ErrHelp) {
+		help()
+		return err
+	}
+	if err != nil {
+		return usageErr(flagError(fs, err))
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", strings.Join(fs.Args(), " "))
 	}
 	return nil
+}
+
+// flagError rewrites an error of fs.Parse, which names a flag the Go way
+// ("invalid value "x" for flag -nodes: parse error"), as the README and
+// the help write flags: "--nodes: "x" is not a valid int". A value's own
+// error that starts with the flag's name, as algo's does, drops it
+// ("--algo: unknown algorithm …", not "--algo: algo: unknown …"). An
+// error of another shape is returned as it is.
+func flagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Errorf("unknown flag --%s", name)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Errorf("--%s needs a value", name)
+	}
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		rest, ok = strings.CutPrefix(msg, "invalid boolean value ")
+	}
+	if !ok {
+		return err
+	}
+	value, qerr := strconv.QuotedPrefix(rest)
+	if qerr != nil {
+		return err
+	}
+	rest = strings.TrimPrefix(rest[len(value):], " for ")
+	rest = strings.TrimPrefix(rest, "flag ")
+	name, why, ok := strings.Cut(strings.TrimPrefix(rest, "-"), ": ")
+	f := fs.Lookup(name)
+	if !ok || f == nil {
+		return err
+	}
+	canonical := name
+	if a, isAlias := f.Value.(*alias); isAlias {
+		canonical = a.new
+	}
+	switch why {
+	case "parse error": // the flag package's own types
+		if kind, _ := flag.UnquoteUsage(f); kind != "" {
+			why = fmt.Sprintf("%s is not a valid %s", value, kind)
+		} else { // a bool
+			why = fmt.Sprintf("%s is not true or false", value)
+		}
+	case "value out of range":
+		why = fmt.Sprintf("%s is out of range", value)
+	default:
+		why = strings.TrimPrefix(why, canonical+": ")
+	}
+	return fmt.Errorf("--%s: %s", name, why)
 }

@@ -84,6 +84,15 @@ func (c *sdcCmd) check() error {
 	if c.g, err = c.group.overlay(c.group.nodes); err != nil {
 		return err
 	}
+	// A figure that cannot be saved fails now, not after the campaign.
+	for _, p := range []struct{ flag, path string }{{"plot", c.plotPath}, {"plot-overhead", c.overheadPath}} {
+		if p.path == "" {
+			continue
+		}
+		if err := campaign.CheckPath(p.path); err != nil {
+			return usageErr(fmt.Errorf("--%s: %w", p.flag, err))
+		}
+	}
 	switch c.mode() {
 	case "rate":
 		if len(c.faults.flipTarget.vals) != 1 {

@@ -83,6 +83,36 @@ func TestSDCBadFlags(t *testing.T) {
 	}
 }
 
+// TestSDCPlotPathCheckedFirst: a --plot or --plot-overhead that cannot be
+// saved (no such directory, a format the plots are not written in) is a
+// usage error before the campaign, not a failure after it: nothing is
+// run (sdc says its seed when it starts) and nothing is written.
+func TestSDCPlotPathCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	for _, c := range []struct {
+		flag, path, say string
+	}{
+		{"--plot", "/nonexistent/dir/x.png", "--plot: campaign: plot /nonexistent/dir/x.png: stat /nonexistent/dir: no such file or directory"},
+		{"--plot", filepath.Join(dir, "x.txt"), `unsupported format: "txt"`},
+		{"--plot", filepath.Join(dir, "x"), `unsupported format: ""`},
+		{"--plot", filepath.Join(file, "x.png"), file + " is not a directory"},
+		{"--plot", dir + "/", `unsupported format`},
+		{"--plot-overhead", filepath.Join(dir, "missing", "o.svg"), "--plot-overhead: campaign: plot"},
+	} {
+		// The default campaign: 64 bits, 100 runs each, were it to run.
+		code, stdout, stderr := runCLI(t, "sdc", "--algo", "pf,pfcc", c.flag, c.path)
+		assert.Equal(t, 2, code, "%s %s: %s", c.flag, c.path, stderr)
+		assert.Empty(t, stdout)
+		assert.Contains(t, stderr, c.say, "%s %s", c.flag, c.path)
+		assert.NotContains(t, stderr, "sdc: seed", "%s %s: the campaign did not start", c.flag, c.path)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "only the file the test made: the check leaves nothing behind")
+}
+
 // TestSDCDeprecatedNames: the names sdc had before the flags were shared
 // (--bits, --target, --after) still work, each saying once on stderr that
 // it is deprecated, and give the same campaign as the new names.

@@ -2,7 +2,9 @@ package campaign_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -131,4 +133,37 @@ func TestFlipBins(t *testing.T) {
 	assert.Equal(t, [][2]int{{3, 7}}, campaign.FlipBins(map[int]int{3: 1, 7: 2}, 20))
 	assert.Empty(t, campaign.FlipBins(nil, 20))
 	assert.Empty(t, campaign.FlipBins(map[int]int{4: 0}, 20), "no runs, no bins")
+}
+
+// TestCheckPath: a figure's path is accepted when it can be saved, and
+// CheckPath leaves the directory as it found it: no temporary file, and
+// a file already at the path untouched.
+func TestCheckPath(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"e.png", "o.svg", "f.PDF", "g.eps"} {
+		assert.NoError(t, campaign.CheckPath(filepath.Join(dir, name)), name)
+	}
+	old := filepath.Join(dir, "old.png")
+	require.NoError(t, os.WriteFile(old, []byte("kept"), 0o600))
+	require.NoError(t, campaign.CheckPath(old))
+	got, err := os.ReadFile(old)
+	require.NoError(t, err)
+	assert.Equal(t, "kept", string(got), "an existing file is not truncated")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no file is left behind")
+
+	sub := filepath.Join(dir, "sub.png")
+	require.NoError(t, os.Mkdir(sub, 0o700))
+	for _, path := range []string{
+		filepath.Join(dir, "x.txt"),
+		filepath.Join(dir, "noext"),
+		filepath.Join(dir, "missing", "x.png"),
+		filepath.Join(old, "x.png"),
+		sub, // a directory, not a file
+	} {
+		err := campaign.CheckPath(path)
+		require.Error(t, err, path)
+		assert.True(t, strings.HasPrefix(err.Error(), "campaign: plot "+path+": "), err.Error())
+	}
 }

@@ -1,16 +1,22 @@
 package campaign
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/gossipreduce/gossipreduce/internal/plotstyle"
 )
@@ -21,6 +27,51 @@ const ErrorCap = 1e20
 
 // errorFloor is where exact results (error 0) are drawn on the log scale.
 const errorFloor = 1e-17
+
+// CheckPath reports, before a campaign runs, whether its figure can be
+// saved to path afterwards: the extension names a format gonum/plot
+// writes (.png, .svg, .pdf and the others it registers), the directory
+// exists and a file can be created in it, and a file already at path can
+// be written. It leaves nothing behind: an existing file is opened
+// without truncation, and the directory is tried with a temporary file
+// that is removed.
+func CheckPath(path string) error {
+	format := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	if _, err := draw.NewFormattedCanvas(vg.Inch, vg.Inch, format); err != nil {
+		return fmt.Errorf("campaign: plot %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("campaign: plot %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("campaign: plot %s: %s is not a directory", path, dir)
+	}
+	if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+		return closeErr(path, f.Close())
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("campaign: plot %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, ".plot-check-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // name the directory, not the temporary file
+			err = fmt.Errorf("%s: %w", dir, pe.Err)
+		}
+		return fmt.Errorf("campaign: plot %s: cannot create a file in %w", path, err)
+	}
+	name := f.Name()
+	return closeErr(path, errors.Join(f.Close(), os.Remove(name)))
+}
+
+// closeErr prefixes an error of closing or removing what CheckPath opened.
+func closeErr(path string, err error) error {
+	if err != nil {
+		return fmt.Errorf("campaign: plot %s: %w", path, err)
+	}
+	return nil
+}
 
 func save(p *plot.Plot, path string) error {
 	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
