@@ -53,10 +53,11 @@ type Config struct {
 	// Algorithm is any name algo.Names lists; the Summary of its
 	// algo.Lookup spec says what each is. Default "pfcc", the one that
 	// survives message loss, crashes and bit flips. "exchange" costs
-	// about what recursive doubling does and survives loss, bit flips and
-	// members that crash after their input left them (the result keeps
-	// their input), but not a member that dies before its first send:
-	// that operation ends with ErrNotConverged (docs/live.md). "rdb"
+	// less than twice what recursive doubling does and survives loss, bit
+	// flips and members that crash after their input left them (the
+	// result keeps their input); when a member dies before its first
+	// send, the operation falls back to PFCC and costs what PFCC does
+	// (docs/live.md). It takes no Extremes. "rdb"
 	// (recursive doubling), "ring" (reduce-scatter and all-gather, the
 	// bandwidth-optimal choice for large vectors) and "rhd" (recursive
 	// halving and doubling, the ring's bytes in 2 log2 N messages;

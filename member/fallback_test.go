@@ -48,7 +48,7 @@ func TestPromiseReportsTheExchangeResult(t *testing.T) {
 	_, b := exchangePair(t)
 	want := b.cur.px.accepted
 	b.Step(2*time.Millisecond, gossip.Message{From: 0, To: 1, Kind: gossip.KindControl, Epoch: 1, Tag: tagPrepare,
-		Payload: []float64{u2f(1<<32 | 0)}})
+		Payload: []float64{u2f(1 << 32)}}) // round 1, proposer 0
 	assert.Equal(t, 1, b.Stats().Fallbacks)
 	var promise *gossip.Message
 	for _, msg := range b.Outbox() {
