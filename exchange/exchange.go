@@ -256,7 +256,7 @@ func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 		m.backoff = min(2*m.backoff, maxBackoff)
 		m.tries++
 		m.cnt.Resends++
-		return append(out, m.message((int(m.id)+1+m.tries%(m.n-1))%m.n, rdb.TagFoldOut|flagAsk|flagEmpty, nil))
+		return append(out, m.message(m.other(m.tries), rdb.TagFoldOut|flagAsk|flagEmpty, nil))
 	}
 	s := m.plan[m.next]
 	if k := cubeStep(s.Tag); s.Tag&flagVouch != 0 && m.got[m.next] == nil && m.tries >= skipAfter(k) {
@@ -321,17 +321,19 @@ func (m *Machine) askee(s rdb.Step, try int) (int, uint64) {
 		return s.RecvFrom, s.Tag
 	}
 	t := try - alternateFrom
-	other := func(j int) int { return (int(m.id) + 1 + j%(m.n-1)) % m.n } // every node but this one
 	switch k := cubeStep(s.Tag); {
 	case k >= 0 && t%2 == 0:
 		return rdb.Node(rdb.Rank(s.RecvFrom, m.n)^(t/2+1)%(1<<k), m.n), s.Tag
 	case k >= 0:
-		return other(t/2 + 1), rdb.TagFoldOut
+		return m.other(t/2 + 1), rdb.TagFoldOut
 	case s.Tag == rdb.TagFoldOut:
-		return other(t + 1), s.Tag
+		return m.other(t + 1), s.Tag
 	}
 	return s.RecvFrom, s.Tag
 }
+
+// other returns the j-th node in turn of every node but this one.
+func (m *Machine) other(j int) int { return (int(m.id) + 1 + j%(m.n-1)) % m.n }
 
 // Step takes a partner's message. Partials may arrive before the step they
 // belong to; they wait. A message whose hash does not match is dropped and

@@ -66,6 +66,20 @@ type twoPass interface {
 	Progress() int
 }
 
+// finite returns operation o's finite machine, whose Done ends the
+// operation without the commit: the exchange, even after a fallback (its
+// result is chosen then, see above), or a finite algorithm's machine; nil
+// for a gossip algorithm.
+func (o *op) finite() gossip.Machine {
+	switch {
+	case o.x != nil:
+		return o.x
+	case o.cert == nil && o.m != nil:
+		return o.m
+	}
+	return nil
+}
+
 // gossipConfig is the configuration of this member's algorithm machine for
 // operation req with epoch.
 func (m *Machine) gossipConfig(req Op, epoch uint64) gossip.Config {

@@ -476,7 +476,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		return
 	}
 	if o.done {
-		if o.abort == nil && (o.x != nil && msg.Kind == gossip.KindExchange || m.r.Algorithm.Finite && o.x == nil && o.m != nil) {
+		if fm := o.finite(); o.abort == nil && fm != nil && (o.x == nil || msg.Kind == gossip.KindExchange) {
 			m.answerFinished(now, o, msg)
 			return
 		}
@@ -832,19 +832,15 @@ func (m *Machine) checkDone(now time.Duration) {
 		m.deliver(now, resultPayload(m.est, o.ext, 1, newBitset(1)), m.r.ID, fromSelf)
 		return
 	}
-	if o.x != nil && o.x.Done() {
-		// The exchange's result is chosen (see fallback.go), even if this
-		// member has fallen back meanwhile.
-		m.est = o.x.Estimate(m.est[:0])
-		m.deliver(now, resultPayload(m.est, nil, m.r.n, newBitset(m.r.n)), m.r.ID, fromSelf)
-		return
-	}
-	if o.cert == nil {
-		if f, ok := o.m.(gossip.Finisher); ok && f.Done() {
-			m.est = o.m.Estimate(m.est[:0])
+	if fm := o.finite(); fm != nil {
+		if f, ok := fm.(gossip.Finisher); ok && f.Done() {
+			m.est = fm.Estimate(m.est[:0])
 			m.deliver(now, resultPayload(m.est, nil, m.r.n, newBitset(m.r.n)), m.r.ID, fromSelf)
+			return
 		}
-		return
+		if o.cert == nil {
+			return
+		}
 	}
 	// A side without a majority of the group never decides: it cannot tell
 	// the others' silence from a partition, and the other side may decide.
@@ -910,11 +906,7 @@ func (m *Machine) answerLate(now time.Duration, o *op, to gossip.NodeID) {
 // result. The machine refuses anything else (rdb refuses everything late),
 // and what it refuses is dropped and counted.
 func (m *Machine) answerFinished(now time.Duration, o *op, msg gossip.Message) {
-	fm := o.m
-	if o.x != nil {
-		fm = o.x
-	}
-	out, err := fm.Step(msg, m.scratch[:0])
+	out, err := o.finite().Step(msg, m.scratch[:0])
 	if err != nil {
 		m.reject("machine", msg, err)
 	}
