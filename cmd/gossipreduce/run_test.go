@@ -88,7 +88,10 @@ func TestRunFailed(t *testing.T) {
 	var obj map[string]any
 	require.NoError(t, json.Unmarshal([]byte(stdout), &obj), stdout)
 	assert.Contains(t, obj["error"], "1 of 1 runs failed")
-	assert.Contains(t, obj["error"], "joining 2 members: context deadline exceeded (within --timeout 1ns)")
+	// Where the deadline is noticed (before the join, or inside the
+	// transport's subscribe) is a race; both say what ran out and why.
+	assert.Contains(t, obj["error"], "joining 2 members: ")
+	assert.Contains(t, obj["error"], "context deadline exceeded (within --timeout 1ns)")
 	assert.Equal(t, 1.0, obj["failed_runs"])
 	for _, f := range []string{"result", "exact", "max_rel_error", "identical", "live", "absent"} {
 		assert.Contains(t, obj, f)
