@@ -522,6 +522,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		}
 		mergeMax(o.ext, m.peer.ext)
 	}
+	quiet(o)
 	out, err := o.m.Step(msg, m.scratch[:0])
 	if id, ok := o.m.(idler); ok && o.idleShift > 0 && !id.Unanswered() {
 		o.idleShift = 0 // answered: idle steps at the normal pace again
@@ -761,6 +762,7 @@ func (m *Machine) tickOp(now time.Duration) {
 	// with 100,000 components under load they are still about half of all
 	// messages; issue 13.)
 	if now-o.lastSend >= idle<<o.idleShift && (o.cert == nil || now-o.lastHeard < m.r.Suspect) {
+		quiet(o)
 		if id, ok := o.m.(idler); ok {
 			again := id.Unanswered()
 			m.emit(now, id.Idle(m.scratch[:0]))
@@ -805,6 +807,24 @@ type idler interface {
 	// Unanswered reports whether Idle would ask again for the answer
 	// the last idle step asked for.
 	Unanswered() bool
+}
+
+// quieter is implemented by machines that can stop answering pushes with
+// pushes (see pushflow.Machine.Quiet). A member is quiet while its
+// certificate is complete: every member's estimate has settled and the
+// root is committing one, so more exchanges only cost messages. Without
+// it, the exchanges went on at full speed while the root handled its
+// commit's N replies: at 4,096 simulated members, 37 % of all messages
+// were sent in that wait, and the share grew with N.
+type quieter interface {
+	Quiet(on bool)
+}
+
+// quiet makes o's machine quiet while o's certificate is complete.
+func quiet(o *op) {
+	if q, ok := o.m.(quieter); ok && o.cert != nil {
+		q.Quiet(o.cert.complete())
+	}
 }
 
 // sortedKeys returns the keys of a neighbour map in increasing order, so

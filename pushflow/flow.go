@@ -122,6 +122,8 @@ type Machine struct {
 	// push askSeq (0: none). See Unanswered.
 	askN   int
 	askSeq uint32
+	// quiet: see Quiet.
+	quiet bool
 }
 
 // tagRepair marks PFCC's repair requests and replies (thesis Algorithm 6,
@@ -303,6 +305,7 @@ func (m *Machine) Idle(out []gossip.Message) []gossip.Message {
 	out = m.resendOld(out)
 	n, waiting := m.oldestInFlight()
 	switch {
+	case (!m.tagged || !waiting) && m.quiet:
 	case !m.tagged || !waiting:
 		out = m.push(out, false)
 	case m.resent[n] != m.steps: // else resendOld has just asked it
@@ -354,14 +357,37 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	}
 	m.steps++
 	out = m.verify(out)
+	before := len(out)
 	out = m.receive(n, msg, out)
+	answered := len(out) > before // receive answered the sender already
 	out = m.resendOld(out)
-	if msg.Tag&tagRepair == 0 {
+	switch {
+	case msg.Tag&tagRepair != 0:
+	case !m.quiet:
 		out = m.push(out, true)
+	case !answered:
+		// Quiet: acknowledge the push with the flow, which the sender takes
+		// in without pushing again, so the push stops circulating here. One
+		// push is owed, paid when the node pushes again, so that the group
+		// regains its circulation if it has to agree once more.
+		out = m.sendRepair(n, out)
+		m.owed = max(m.owed, 1)
 	}
 	m.settle()
 	return out, nil
 }
+
+// Quiet turns quiet mode on or off. A quiet node answers a push with its
+// flow alone, marked as a repair answer, instead of pushing in turn, and its
+// idle step asks about unacknowledged pushes but makes no new one: the
+// pushes in circulation end at quiet nodes, and every push still gets an
+// answer, so its sender hears from the node and learns it was received. A
+// runtime makes a node quiet while there is nothing left to agree on (the
+// live runtime: while the node's convergence certificate is complete and
+// the commit is under way), so that the group stops exchanging at full speed
+// while it waits. Quiet changes which messages are sent, never the mass
+// they carry: every flow stays conserved.
+func (m *Machine) Quiet(on bool) { m.quiet = on }
 
 func (m *Machine) check(msg gossip.Message) (int, error) {
 	switch {

@@ -1,0 +1,55 @@
+package pushflow
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/internal/gossiptest"
+)
+
+// TestQuietAnswersTheSenderAndPushesNoMore: a quiet node answers a push
+// with its flow to the sender, marked so that the sender does not push on;
+// its idle step makes no new push; the pair's flows stay exact negatives;
+// and once it is not quiet any more it pushes again, paying back the push
+// it swallowed.
+func TestQuietAnswersTheSenderAndPushesNoMore(t *testing.T) {
+	overlay := gossiptest.Complete(3)
+	newPFCC := func(id gossip.NodeID, v float64) *Machine {
+		m, err := NewChecked(gossip.Config{ID: id, Overlay: overlay, Value: []float64{v}, Rand: rand.NewPCG(uint64(id), 1), Resend: 16}, Cooperative, 1e-11)
+		require.NoError(t, err)
+		return m
+	}
+	a, b := newPFCC(0, 1), newPFCC(1, 5)
+
+	var push gossip.Message
+	for push.To != b.ID() { // a's push that goes to b
+		out := a.Tick(nil)
+		require.Len(t, out, 1)
+		push = out[0]
+	}
+	b.Quiet(true)
+	out, err := b.Step(push, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 1, "one answer, no push on")
+	assert.Equal(t, a.ID(), out[0].To, "the answer goes back to the sender")
+	assert.NotZero(t, out[0].Tag&tagRepair, "marked: the sender takes it in without pushing")
+	fb := b.Flow(0)
+	for c := range push.Payload {
+		assert.Equal(t, -push.Payload[c], fb[c], "component %d: b holds the negative of a's flow", c)
+	}
+	back, err := a.Step(out[0], nil)
+	require.NoError(t, err)
+	assert.Empty(t, back, "the push has stopped circulating")
+	assert.True(t, a.Settled(0), "the answer acknowledged a's pushes to b")
+
+	// Every push of b's is acknowledged: a quiet idle step sends nothing.
+	assert.Empty(t, b.Idle(nil))
+
+	// Not quiet any more: the next push pays back the one swallowed.
+	b.Quiet(false)
+	assert.Len(t, b.Idle(nil), 2, "one push, and the one owed")
+}
