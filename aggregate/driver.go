@@ -101,8 +101,15 @@ func (d *driver) tick() {
 // machine's failure detection sees what has arrived: select picks among
 // ready channels at random, and on a busy machine a tick could otherwise
 // find a neighbour "silent" whose messages sit in the buffer.
+//
+// It stops early when the operation's context has ended: with large vectors
+// a buffer of messages takes seconds to step through, and the caller's
+// deadline is then noticed at the next message, not after the last.
 func (d *driver) drain() {
 	for range cap(d.n.ep.Messages()) {
+		if d.rq != nil && d.rq.ctx.Err() != nil {
+			return
+		}
 		select {
 		case msg, ok := <-d.n.ep.Messages():
 			if !ok {

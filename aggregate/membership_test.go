@@ -215,3 +215,48 @@ func TestDuplicateIdentityRefused(t *testing.T) {
 	errs := averageAll(opCtx, nodes, [][]float64{{1}, {2}, {3}}).Errs
 	assert.ErrorIs(t, errs[1], transport.ErrDuplicateID, "the member whose identity was claimed")
 }
+
+// cancelAfter is a transport whose endpoints cancel a context once they
+// have sent a given number of messages, as a deadline that falls in the
+// middle of a member's announcement to a large group.
+type cancelAfter struct {
+	transport.Transport
+	after  int
+	cancel context.CancelFunc
+	sent   *int
+}
+
+func (c cancelAfter) Open(ctx context.Context, g transport.Group, id gossip.NodeID) (transport.Endpoint, error) {
+	ep, err := c.Transport.Open(ctx, g, id)
+	return cancelEndpoint{ep, c}, err
+}
+
+type cancelEndpoint struct {
+	transport.Endpoint
+	c cancelAfter
+}
+
+func (e cancelEndpoint) Send(ctx context.Context, m gossip.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if *e.c.sent++; *e.c.sent == e.c.after {
+		e.c.cancel()
+	}
+	return e.Endpoint.Send(ctx, m)
+}
+
+// Join announces the member to every other one, which takes long in a
+// large group; a deadline that ends meanwhile ends Join with the context's
+// error, and the rest of the announcement is not sent.
+func TestJoinHonoursItsContextWhileAnnouncing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sent := 0
+	tr := cancelAfter{Transport: memory(t, 0, 1), after: 10, cancel: cancel, sent: &sent}
+	nd, err := aggregate.Join(ctx, tr, aggregate.Config{Group: "announce", ID: 0, Nodes: 1000})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, nd)
+	assert.Contains(t, err.Error(), "announcing")
+	assert.Equal(t, 10, sent, "no message after the deadline")
+}

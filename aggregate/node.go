@@ -93,9 +93,22 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 		ep.Close()
 		return nil, err
 	}
+	// The announcement goes to every other member, a session opened for
+	// each: with thousands of members it takes long, and the caller's
+	// deadline bounds it as it bounds the rest of Join.
+	mm.Announce()
+	for _, msg := range mm.Outbox() {
+		err := ep.Send(ctx, msg)
+		if err != nil && ctx.Err() != nil {
+			ep.Close()
+			return nil, fmt.Errorf("aggregate: join %s as %d: announcing: %w", cfg.Group, cfg.ID, ctx.Err())
+		}
+		if err != nil {
+			n.log.Debug("send failed", "to", msg.To, "err", err)
+		}
+	}
 	open.Add(1)
 	d := newDriver(n, mm)
-	d.m.Announce()
 	d.flush()
 	go d.loop()
 	return n, nil
