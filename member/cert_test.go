@@ -1,6 +1,7 @@
 package member
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -239,4 +240,80 @@ func FuzzDecodeCert(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The certificate keeps what it derives from its sets (complete, live, the
+// sets' wire form) and a peer's decoded sets are reused without clearing
+// while they are empty. Both are checked against computing afresh, over a
+// random walk through every change a certificate sees: agreement,
+// disagreement, withdrawal, merges of sets empty and not (in every wire
+// form) and deaths.
+func TestCertificateCachesAgreeWithAFreshLook(t *testing.T) {
+	for _, n := range []int{3, 64, 70, 300} {
+		seed := uint64(n)
+		rng := rand.New(rand.NewPCG(seed, 7))
+		c := newCertificate(n, 0, 2, 1e-6)
+		ids := func(s bitset) []gossip.NodeID {
+			if s == nil {
+				return nil
+			}
+			return s.members(n)
+		}
+		var reused peerCert
+		own := []float64{1}
+		for step := range 3000 {
+			switch rng.IntN(6) {
+			case 0, 1:
+				c.observe(own, []float64{1}, nil, nil)
+			case 2:
+				if rng.IntN(8) == 0 {
+					c.observe(own, []float64{2}, nil, nil)
+				} else {
+					c.unsettle()
+				}
+			case 3:
+				if rng.IntN(20) == 0 {
+					c.markDead(rng.IntN(n))
+				}
+			default:
+				// A peer's certificate: empty, sparse or dense sets, of this
+				// generation, an older or a newer one.
+				p := newCertificate(n, 1+rng.IntN(n-1), 1, 1e-6)
+				p.gen = c.gen + uint64(rng.IntN(3)) - min(c.gen, 1)
+				for i, set := range []bitset{p.stable, p.dead} {
+					dense := 8 // stable: 7 in 8 set; dead: 1 in 40
+					if i == 1 {
+						dense = 40
+					}
+					switch rng.IntN(3) {
+					case 1:
+						set.set(rng.IntN(n))
+					case 2:
+						for j := range n {
+							if (i == 0) == (rng.IntN(dense) != 0) {
+								set.set(j)
+							}
+						}
+					}
+				}
+				b := p.encode(nil, []float64{1}, nil)
+				var fresh peerCert
+				require.NoError(t, decodeCert(b, n, 1, 0, &fresh))
+				require.NoError(t, decodeCert(b, n, 1, 0, &reused))
+				rs, rd := reused.sets()
+				assert.Equal(t, ids(fresh.stable), ids(rs), "n %d step %d: stable set decoded into a reused one", n, step)
+				assert.Equal(t, ids(fresh.dead), ids(rd), "n %d step %d: dead set decoded into a reused one", n, step)
+				c.merge(reused.gen, rs, rd)
+			}
+			require.Equal(t, c.scanComplete(), c.complete(), "n %d step %d: complete", n, step)
+			require.Equal(t, n-c.dead.count(), c.live(), "n %d step %d: live", n, step)
+			want := []byte{certVersion}
+			want = binary.AppendUvarint(want, c.gen)
+			want = binary.AppendUvarint(want, uint64(n))
+			want = c.stable.appendSet(want, n)
+			want = c.dead.appendSet(want, n)
+			got := c.encode(nil, nil, nil)
+			require.Equal(t, want, got[:len(want)], "n %d step %d: encoded sets", n, step)
+		}
+	}
 }

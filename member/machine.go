@@ -513,7 +513,8 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 			m.reject("certificate", msg, err)
 			return
 		}
-		for _, j := range o.cert.merge(m.peer.gen, m.peer.stable, m.peer.dead) {
+		stable, dead := m.peer.sets()
+		for _, j := range o.cert.merge(m.peer.gen, stable, dead) {
 			m.excluded(gossip.NodeID(j))
 		}
 		if o.cert.dead.has(int(m.r.ID)) {
