@@ -12,10 +12,9 @@ import (
 	"github.com/gossipreduce/gossipreduce/topology"
 )
 
-// exchangePair builds a group of two running exchange and runs its first
-// pass: both members accept the result; the vouches of the second pass are
-// held back, so neither is done.
-func exchangePair(t *testing.T) (a, b *Machine) {
+// exchangeGroup builds a group of two running exchange, member i with
+// input 10(i+1), both begun.
+func exchangeGroup(t *testing.T) []*Machine {
 	t.Helper()
 	g, err := topology.Parse("complete", 2)
 	require.NoError(t, err)
@@ -28,6 +27,15 @@ func exchangePair(t *testing.T) (a, b *Machine) {
 		require.NoError(t, err)
 		require.NoError(t, ms[i].Begin(0, Op{Values: []float64{float64(10 * (i + 1))}}))
 	}
+	return ms
+}
+
+// exchangePair builds a group of two running exchange and runs its first
+// pass: both members accept the result; the vouches of the second pass are
+// held back, so neither is done.
+func exchangePair(t *testing.T) (a, b *Machine) {
+	t.Helper()
+	ms := exchangeGroup(t)
 	steps := [][]gossip.Message{ms[0].Outbox(), ms[1].Outbox()}
 	for i, out := range steps {
 		require.Len(t, out, 1, "member %d's first step", i)
@@ -41,21 +49,28 @@ func exchangePair(t *testing.T) (a, b *Machine) {
 	return ms[0], ms[1]
 }
 
-// A member that accepted the exchange's result and is asked to promise
-// falls back first, and its promise reports the result at ballot 0: a
-// proposer after the fallback proposes it.
-func TestPromiseReportsTheExchangeResult(t *testing.T) {
-	_, b := exchangePair(t)
-	want := b.cur.px.accepted
-	b.Step(2*time.Millisecond, gossip.Message{From: 0, To: 1, Kind: gossip.KindControl, Epoch: 1, Tag: tagPrepare,
-		Payload: []float64{u2f(1 << 32)}}) // round 1, proposer 0
-	assert.Equal(t, 1, b.Stats().Fallbacks)
+// promiseTo hands member 1, b, member 0's prepare of the given round and
+// returns b's promise, nil if it made none.
+func promiseTo(b *Machine, now time.Duration, round uint64) *gossip.Message {
+	b.Step(now, gossip.Message{From: 0, To: 1, Kind: gossip.KindControl, Epoch: 1, Tag: tagPrepare,
+		Payload: []float64{u2f(round << 32)}}) // ballot: round, proposer 0
 	var promise *gossip.Message
 	for _, msg := range b.Outbox() {
 		if msg.Kind == gossip.KindControl && msg.Tag == tagPromise {
 			promise = &msg
 		}
 	}
+	return promise
+}
+
+// A member that accepted the exchange's result and is asked to promise
+// falls back first, and its promise reports the result at ballot 0: a
+// proposer after the fallback proposes it.
+func TestPromiseReportsTheExchangeResult(t *testing.T) {
+	_, b := exchangePair(t)
+	want := b.cur.px.accepted
+	promise := promiseTo(b, 2*time.Millisecond, 1)
+	assert.Equal(t, 1, b.Stats().Fallbacks)
 	require.NotNil(t, promise)
 	require.Greater(t, len(promise.Payload), 2)
 	assert.Equal(t, uint64(1), f2u(promise.Payload[1]), "accepted at ballot 0 (+1)")
@@ -94,4 +109,53 @@ func TestStallFallsBack(t *testing.T) {
 		gossiped = gossiped || msg.Kind != gossip.KindExchange && msg.Kind != gossip.KindControl
 	}
 	assert.True(t, gossiped, "the fallback gossips")
+}
+
+// exchangeStalled builds a group of two running exchange in which member
+// stalled never hears the other's first step until it has fallen back: it
+// returns both members, the held step and the time.
+func exchangeStalled(t *testing.T, stalled int) (ms []*Machine, held gossip.Message, now time.Duration) {
+	t.Helper()
+	ms = exchangeGroup(t)
+	out := ms[1-stalled].Outbox()
+	require.Len(t, out, 1)
+	held = out[0]
+	ms[stalled].Outbox()
+	s := ms[stalled]
+	for now = time.Millisecond; s.Stats().Fallbacks == 0 && now < time.Second; now += time.Millisecond {
+		s.Tick(now)
+	}
+	require.Equal(t, 1, s.Stats().Fallbacks)
+	require.False(t, s.cur.px.hasAcc, "fell back before its first pass ended")
+	s.Outbox()
+	return ms, held, now
+}
+
+// A member that fell back and promised never accepts the exchange's result
+// at ballot 0 afterwards, even when its first pass ends then: an acceptance
+// at ballot 0 after a promise at a higher ballot would let a proposer that
+// counted the promise choose another value while ballot 0 chose R.
+func TestNoAcceptanceAtBallotZeroAfterAPromise(t *testing.T) {
+	ms, held, now := exchangeStalled(t, 1)
+	b := ms[1]
+	require.NotNil(t, promiseTo(b, now, 1))
+	b.Step(now+time.Millisecond, held) // the first pass could end now
+	assert.False(t, b.cur.px.hasAcc, "accepted at ballot 0 after promising")
+	promise := promiseTo(b, now+2*time.Millisecond, 2)
+	require.NotNil(t, promise)
+	require.GreaterOrEqual(t, len(promise.Payload), 2)
+	assert.Zero(t, f2u(promise.Payload[1]), "the promise reports no accepted value")
+}
+
+// Member 0 has no fast ballot in a fallback: members may have accepted the
+// exchange's result at ballot 0, so a proposal of its own estimate there
+// would put two values at one ballot. It prepares at a higher ballot.
+func TestNoFastBallotInAFallback(t *testing.T) {
+	ms, _, now := exchangeStalled(t, 0)
+	a := ms[0]
+	a.propose(now, resultPayload([]float64{10}, nil, 2, newBitset(2)))
+	assert.NotZero(t, a.cur.px.ballot, "member 0 proposed at ballot 0")
+	for _, msg := range a.Outbox() {
+		assert.NotEqual(t, tagPropose, msg.Tag, "a proposal without a prepare")
+	}
 }
