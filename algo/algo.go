@@ -39,6 +39,10 @@ type Spec struct {
 	// lost with its member, a stall, a disagreement. Empty: none, the
 	// operation ends with an error instead.
 	Fallback string
+	// Extremes is true when a finite machine reduces gossip.Config's
+	// Extremes itself (exchange). The runtime reduces extremes for gossip
+	// machines in its certificate; other finite machines take none.
+	Extremes bool
 }
 
 // UsesGossip reports whether an operation may run a gossip algorithm (the
@@ -55,7 +59,7 @@ var specs = []Spec{
 		New: func(c gossip.Config) (gossip.Machine, error) { return central.New(c) }},
 	{Name: "rdb", Summary: "recursive doubling, any N (thesis Algorithm 1, MPICH fold)", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return rdb.New(c) }},
-	{Name: "exchange", Summary: "dimension exchange: rdb's schedule with hashes, stored messages and resends, PFCC when an input is lost", Finite: true, Ticked: true, Fallback: "pfcc",
+	{Name: "exchange", Summary: "dimension exchange: rdb's schedule with hashes, stored messages and resends, PFCC when an input is lost", Finite: true, Ticked: true, Fallback: "pfcc", Extremes: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return exchange.New(c) }},
 	{Name: "ring", Summary: "ring reduce-scatter + all-gather, the bandwidth-optimal baseline for large vectors (no fault tolerance)", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return ring.New(c) }},

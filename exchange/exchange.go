@@ -122,13 +122,14 @@ type Machine struct {
 	id    gossip.NodeID
 	n     int
 	k     int // value components
+	e     int // extremes, after the weight in the state and the partials
 	epoch uint64
 	plan  []rdb.Step
 	p1    int // index into plan where the first pass ends (-1: a folded rank, which never accepts)
 	p2    int // index into plan where the second pass ends: from here on the result is chosen
 
-	input []float64 // x…, w as given, to rebuild the state from
-	y     []float64 // partial sums x…, w after the steps done so far
+	input []float64 // x…, w, e… as given, to rebuild the state from
+	y     []float64 // partial sums x…, w and maxima e… after the steps done so far
 	yHash uint64    // hashWords(y), to tell a flipped state
 
 	next    int         // index into plan of the step under way
@@ -179,9 +180,9 @@ func New(cfg gossip.Config) (*Machine, error) {
 		plan = slices.Insert(plan, p1, vouch...)
 		p2 = p1 + len(vouch)
 	}
-	input := append(append([]float64(nil), cfg.Value...), cfg.Weight())
+	input := append(append(append([]float64(nil), cfg.Value...), cfg.Weight()), cfg.Extremes...)
 	m := &Machine{
-		id: cfg.ID, n: n, k: len(cfg.Value), epoch: cfg.Epoch, plan: plan, p1: p1, p2: p2,
+		id: cfg.ID, n: n, k: len(cfg.Value), e: len(cfg.Extremes), epoch: cfg.Epoch, plan: plan, p1: p1, p2: p2,
 		input: input, y: append([]float64(nil), input...),
 		sent: make([][]float64, len(plan)), got: make([][]float64, len(plan)),
 		backoff: 1, rank: rank,
@@ -200,12 +201,13 @@ func cubeStep(tag uint64) int {
 }
 
 // width is the number of words a step's message carries before its hash:
-// a partial (values and weight), or the result's hash in the second pass.
+// a partial (values, weight and extremes), or the result's hash in the
+// second pass.
 func (m *Machine) width(tag uint64) int {
 	if tag&flagVouch != 0 {
 		return 3
 	}
-	return m.k + 1
+	return m.k + 1 + m.e
 }
 
 // stepOf returns the index into the plan of the step with tag, or -1.
@@ -378,7 +380,7 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	m.started = true
 	switch {
 	case result:
-		m.takeResult(msg.Payload[:m.k+1], chosen)
+		m.takeResult(msg.Payload[:m.k+1+m.e], chosen)
 	case recv >= 0 && (m.got[recv] != nil || recv < m.next):
 		m.cnt.Duplicates++
 	case recv >= 0:
@@ -529,7 +531,7 @@ func (m *Machine) advance(out []gossip.Message) []gossip.Message {
 				m.vouched += int(got[2])
 			} else {
 				m.check()
-				apply(m.y, got, s.Replace)
+				m.apply(m.y, got, s.Replace)
 				m.yHash = hashWords(m.y)
 			}
 		}
@@ -548,13 +550,20 @@ func (m *Machine) advance(out []gossip.Message) []gossip.Message {
 	return out
 }
 
-func apply(y, got []float64, replace bool) {
-	for c := range y {
-		if replace {
-			y[c] = got[c]
-		} else {
-			y[c] += got[c]
-		}
+// apply takes a partner's partial into the state y: it replaces y (the
+// fold-out's result), or adds the sums and takes the maxima. Both partners
+// compute the same bits: IEEE addition is commutative, and so is math.Max
+// on finite numbers, signed zeros included (+0 over -0 either way round).
+func (m *Machine) apply(y, got []float64, replace bool) {
+	if replace {
+		copy(y, got)
+		return
+	}
+	for c := range m.k + 1 {
+		y[c] += got[c]
+	}
+	for c := m.k + 1; c < len(y); c++ {
+		y[c] = math.Max(y[c], got[c])
 	}
 }
 
@@ -574,7 +583,7 @@ func (m *Machine) check() {
 	copy(m.y, m.input)
 	for i := range min(m.next, m.p1max()) {
 		if s := m.plan[i]; s.RecvFrom >= 0 && s.Tag&flagVouch == 0 {
-			apply(m.y, m.got[i], s.Replace)
+			m.apply(m.y, m.got[i], s.Replace)
 		}
 	}
 	m.yHash = hashWords(m.y)
@@ -649,7 +658,16 @@ func (m *Machine) Progress() int { return m.progress }
 // reports true, the same bits at every node once Done does.
 func (m *Machine) Estimate(dst []float64) []float64 {
 	m.check()
-	return gossip.AppendRatios(dst, m.y)
+	return gossip.AppendRatios(dst, m.y[:m.k+1])
+}
+
+// Extremes appends the element-wise maxima of the extremes (Config.Extremes)
+// reduced so far to dst[:0], after repairing a flipped state: the maxima
+// over the nodes that R covers once Accepted reports true, the same bits at
+// every node once Done does.
+func (m *Machine) Extremes(dst []float64) []float64 {
+	m.check()
+	return append(dst[:0], m.y[m.k+1:]...)
 }
 
 // Exclude does nothing: a dead partner is asked around (see the package
@@ -657,9 +675,23 @@ func (m *Machine) Estimate(dst []float64) []float64 {
 // handle.
 func (m *Machine) Exclude(gossip.NodeID) {}
 
-// Words yields the partial sums, value[c] and weight: the state an SDC
-// injector may flip (and the hash check repairs).
-func (m *Machine) Words() iter.Seq[gossip.Word] { return gossip.SumWords(m.y) }
+// Words yields the partial sums, value[c] and weight, then the maxima of
+// the extremes (as values, components k …): the state an SDC injector may
+// flip (and the hash check repairs).
+func (m *Machine) Words() iter.Seq[gossip.Word] {
+	return func(yield func(gossip.Word) bool) {
+		for w := range gossip.SumWords(m.y[:m.k+1]) {
+			if !yield(w) {
+				return
+			}
+		}
+		for c := m.k + 1; c < len(m.y); c++ {
+			if !yield(gossip.Word{Place: gossip.PlaceState, Part: gossip.PartValue, Component: c - 1, Ptr: &m.y[c]}) {
+				return
+			}
+		}
+	}
+}
 
 // hashMessage hashes what a message says: its header and every payload
 // word but the two that carry the hash.

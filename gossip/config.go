@@ -81,6 +81,11 @@ type Config struct {
 	// message cannot leave mass in transit for long. Zero never resends,
 	// as the thesis's algorithms. The live runtime sets it.
 	Resend int
+	// Extremes are this node's inputs to an element-wise maximum, all
+	// finite, reduced beside Value by the machines that take them (package
+	// exchange: see algo.Spec.Extremes). The others ignore them; the live
+	// runtime reduces extremes for gossip machines in its certificate.
+	Extremes []float64
 }
 
 // Validate reports the first problem that would keep c from running, wrapped
@@ -101,6 +106,9 @@ func (c *Config) Validate() error {
 	}
 	if err := CheckFinite(c.Value); err != nil {
 		return fmt.Errorf("node %d input: %w", c.ID, err)
+	}
+	if err := CheckFinite(c.Extremes); err != nil {
+		return fmt.Errorf("node %d extremes: %w", c.ID, err)
 	}
 	if c.Mode != Average && c.Mode != Sum {
 		return fmt.Errorf("gossip: %w: weight mode %d", ErrInvalidConfig, c.Mode)
