@@ -57,7 +57,7 @@ type Config struct {
 	// flips and members that crash after their input left them (the
 	// result keeps their input); when a member dies before its first
 	// send, the operation falls back to PFCC and costs what PFCC does
-	// (docs/live.md). It takes no Extremes. "rdb"
+	// (docs/live.md). Of the finite algorithms only it takes Extremes. "rdb"
 	// (recursive doubling), "ring" (reduce-scatter and all-gather, the
 	// bandwidth-optimal choice for large vectors) and "rhd" (recursive
 	// halving and doubling, the ring's bytes in 2 log2 N messages;

@@ -92,10 +92,9 @@ func ExampleNode_Average() {
 	// Output: average [30.000000 2.000000], the same at every member: true, 3 live
 }
 
-// Reduce takes an average and, with a gossip algorithm, element-wise
-// maxima in one operation; a minimum is the maximum of the negated values.
-// Here with dimension exchange for the average alone, then with the
-// default (PFCC) for both.
+// Reduce takes an average and element-wise maxima in one operation; a
+// minimum is the maximum of the negated values. Here with dimension
+// exchange, then with the default (PFCC).
 func ExampleNode_Reduce() {
 	tr, _ := transport.NewMemory(transport.MemoryOptions{})
 	defer tr.Close()
@@ -113,10 +112,7 @@ func ExampleNode_Reduce() {
 				return
 			}
 			defer node.Close()
-			req := aggregate.Request{Values: []float64{load}}
-			if alg != "exchange" { // extremes need a gossip algorithm
-				req.Extremes = []float64{load, -load}
-			}
+			req := aggregate.Request{Values: []float64{load}, Extremes: []float64{load, -load}}
 			wg.Go(func() {
 				res, err := node.Reduce(ctx, req)
 				if err != nil {
@@ -128,14 +124,10 @@ func ExampleNode_Reduce() {
 		}
 		wg.Wait()
 		r := results[0]
-		if len(r.Extremes) == 2 {
-			fmt.Printf("%s: mean %.4f, max %.1f, min %.1f\n", alg, r.Value[0], r.Extremes[0], -r.Extremes[1])
-		} else {
-			fmt.Printf("%s: mean %.4f\n", alg, r.Value[0])
-		}
+		fmt.Printf("%s: mean %.4f, max %.1f, min %.1f\n", alg, r.Value[0], r.Extremes[0], -r.Extremes[1])
 	}
 	// Output:
-	// exchange: mean 0.5000
+	// exchange: mean 0.5000, max 0.9, min 0.1
 	// pfcc: mean 0.5000, max 0.9, min 0.1
 }
 

@@ -117,9 +117,9 @@ func StartMonitor(ctx context.Context, t transport.Transport, cfg MonitorConfig)
 	if err != nil {
 		return nil, err
 	}
-	if node.r.spec.Finite {
+	if node.r.spec.Finite && !node.r.spec.Extremes {
 		node.Close()
-		return nil, fmt.Errorf("aggregate: %w: a monitor needs a gossip algorithm (min and max), not %s", gossip.ErrInvalidConfig, node.r.Algorithm)
+		return nil, fmt.Errorf("aggregate: %w: a monitor needs min and max: a gossip algorithm or exchange, not %s", gossip.ErrInvalidConfig, node.r.Algorithm)
 	}
 	m.node = node
 	m.closed.Add(1)

@@ -14,10 +14,10 @@ import (
 	"github.com/gossipreduce/gossipreduce/transport"
 )
 
-func startMonitor(t *testing.T, tr transport.Transport, id, n int, snaps chan<- aggregate.Snapshot) *aggregate.Monitor {
+func startMonitor(t *testing.T, tr transport.Transport, alg string, id, n int, snaps chan<- aggregate.Snapshot) *aggregate.Monitor {
 	t.Helper()
 	m, err := aggregate.StartMonitor(context.Background(), tr, aggregate.MonitorConfig{
-		Config:   aggregate.Config{Group: "mon", ID: gossip.NodeID(id), Nodes: n, Epsilon: 1e-10, Suspect: 300 * time.Millisecond},
+		Config:   aggregate.Config{Group: "mon-" + alg, ID: gossip.NodeID(id), Nodes: n, Epsilon: 1e-10, Suspect: 300 * time.Millisecond, Algorithm: alg},
 		Metrics:  []string{"requests", "latency_ms", "up"},
 		Interval: 150 * time.Millisecond,
 		OnSnapshot: func(s aggregate.Snapshot) {
@@ -52,7 +52,16 @@ func waitFor(t *testing.T, ch <-chan aggregate.Snapshot, ok func(aggregate.Snaps
 	}
 }
 
+// A monitor follows its group's membership, with the default algorithm and
+// with exchange (whose operations fall back to PFCC while a member is
+// away).
 func TestMonitorAggregatesAndFollowsMembership(t *testing.T) {
+	for _, alg := range []string{"pfcc", "exchange"} {
+		t.Run(alg, func(t *testing.T) { monitorFollowsMembership(t, alg) })
+	}
+}
+
+func monitorFollowsMembership(t *testing.T, alg string) {
 	tr := memory(t, 0, 1)
 	const n = 6
 	snaps := make(chan aggregate.Snapshot, 64)
@@ -62,7 +71,7 @@ func TestMonitorAggregatesAndFollowsMembership(t *testing.T) {
 		if i == 0 {
 			ch = snaps
 		}
-		ms[i] = startMonitor(t, tr, i, n, ch)
+		ms[i] = startMonitor(t, tr, alg, i, n, ch)
 		t.Cleanup(func() { ms[i].Close() })
 	}
 	s := waitFor(t, snaps, func(s aggregate.Snapshot) bool { return s.Live == n })
@@ -89,7 +98,7 @@ func TestMonitorAggregatesAndFollowsMembership(t *testing.T) {
 	assert.Equal(t, 600.0, s.Metrics["requests"].Max)
 
 	// It comes back with another value, and member 5 changes its own.
-	ms[4] = startMonitor(t, tr, 4, n, nil)
+	ms[4] = startMonitor(t, tr, alg, 4, n, nil)
 	require.NoError(t, ms[4].Set("requests", 1000))
 	require.NoError(t, ms[5].Add("requests", 1))
 	s = waitFor(t, snaps, func(s aggregate.Snapshot) bool {

@@ -177,8 +177,8 @@ func checkRequest(r *resolved, req Request) error {
 	if err := gossip.CheckFinite(req.Extremes); err != nil {
 		return fmt.Errorf("extremes: %w", err)
 	}
-	if len(req.Extremes) > 0 && r.spec.Finite {
-		return fmt.Errorf("aggregate: %w: extremes need a gossip algorithm, not %s", gossip.ErrInvalidConfig, r.Algorithm)
+	if len(req.Extremes) > 0 && r.spec.Finite && !r.spec.Extremes {
+		return fmt.Errorf("aggregate: %w: extremes need a gossip algorithm or exchange, not %s", gossip.ErrInvalidConfig, r.Algorithm)
 	}
 	return nil
 }

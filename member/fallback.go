@@ -66,6 +66,15 @@ type twoPass interface {
 	Progress() int
 }
 
+// extremesOf returns the maxima a finite machine reduced (nil if it takes
+// no extremes): they are part of its result.
+func extremesOf(fm gossip.Machine) []float64 {
+	if e, ok := fm.(interface{ Extremes([]float64) []float64 }); ok {
+		return e.Extremes(nil)
+	}
+	return nil
+}
+
 // finite returns operation o's finite machine, whose Done ends the
 // operation without the commit: the exchange, even after a fallback (its
 // result is chosen then, see above), or a finite algorithm's machine; nil
@@ -85,7 +94,7 @@ func (o *op) finite() gossip.Machine {
 func (m *Machine) gossipConfig(req Op, epoch uint64) gossip.Config {
 	r := m.r
 	return gossip.Config{
-		ID: r.ID, Overlay: r.Graph, Value: req.Values, Mode: gossip.Average, Epoch: epoch,
+		ID: r.ID, Overlay: r.Graph, Value: req.Values, Extremes: req.Extremes, Mode: gossip.Average, Epoch: epoch,
 		Rand: rand.NewPCG(r.Seed^epoch*0x9e3779b97f4a7c15, uint64(r.ID)), Tau: r.Tau,
 		// A push unacknowledged for about four rounds of the neighbour's
 		// sends is most likely lost: send the flow again, so that its mass,
@@ -140,7 +149,7 @@ func (m *Machine) noteExchange(now time.Duration, o *op) {
 	}
 	if o.x.Accepted() && !o.px.hasAcc {
 		m.est = o.x.Estimate(m.est[:0])
-		o.px.accepted = append([]float64{0}, resultPayload(m.est, nil, m.r.n, newBitset(m.r.n))...)
+		o.px.accepted = append([]float64{0}, resultPayload(m.est, extremesOf(o.x), m.r.n, newBitset(m.r.n))...)
 		o.px.accB, o.px.hasAcc = 0, true
 	}
 	if o.x.Mismatch() && o.cert == nil && !o.done {

@@ -317,6 +317,9 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 	if m.Active() {
 		return fmt.Errorf("member: %w: operation %d is under way", gossip.ErrInvalidConfig, m.cur.epoch)
 	}
+	if a := m.r.Algorithm; len(req.Extremes) > 0 && a.Finite && !a.Extremes {
+		return fmt.Errorf("member: %w: %s takes no extremes", gossip.ErrInvalidConfig, a.Name)
+	}
 	// The member runs now: local health measures the next tick's lateness
 	// from here, not from a tick before the operation (a driver need not
 	// tick an idle member, and the idle time is no stall).
@@ -362,6 +365,12 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 		o.inj.InjectState(m.point(now, o), gm)
 	}
 	m.emit(now, gm.Tick(m.scratch[:0]))
+	if o.x != nil && m.absent.count() > 0 {
+		// The exchange needs every member's input, and this member knows
+		// of members that are away (the last result left them out): it
+		// would only stall for Suspect and then fall back.
+		m.fallback(now, o, "members known to be away")
+	}
 	// Messages that arrived before this operation started.
 	pending := m.future
 	m.future = nil
@@ -856,7 +865,7 @@ func (m *Machine) checkDone(now time.Duration) {
 	if fm := o.finite(); fm != nil {
 		if f, ok := fm.(gossip.Finisher); ok && f.Done() {
 			m.est = fm.Estimate(m.est[:0])
-			m.deliver(now, resultPayload(m.est, nil, m.r.n, newBitset(m.r.n)), m.r.ID, fromSelf)
+			m.deliver(now, resultPayload(m.est, extremesOf(fm), m.r.n, newBitset(m.r.n)), m.r.ID, fromSelf)
 			return
 		}
 		if o.cert == nil {

@@ -87,3 +87,23 @@ func TestGiveUpNeverReturnsNaN(t *testing.T) {
 	assert.Nil(t, out.Result.Value, "no estimate rather than NaN")
 	assert.Equal(t, uint64(1), out.Result.Epoch)
 }
+
+// A finite algorithm that does not reduce extremes refuses them at Begin,
+// rather than returning a result without them.
+func TestFiniteWithoutExtremesRefusesThem(t *testing.T) {
+	g, err := topology.Parse("complete", 2)
+	require.NoError(t, err)
+	for _, name := range []string{"rdb", "exchange"} {
+		spec, err := algo.Lookup(name)
+		require.NoError(t, err)
+		m, err := member.New(member.Config{ID: 0, Graph: g, Algorithm: spec, Diameter: 1,
+			Epsilon: 1e-9, Idle: time.Millisecond, Suspect: 100 * time.Millisecond, Tick: time.Millisecond})
+		require.NoError(t, err)
+		err = m.Begin(0, member.Op{Values: []float64{1}, Extremes: []float64{1}})
+		if spec.Extremes {
+			assert.NoError(t, err, name)
+		} else {
+			assert.ErrorIs(t, err, gossip.ErrInvalidConfig, name)
+		}
+	}
+}
