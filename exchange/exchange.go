@@ -237,14 +237,17 @@ func (m *Machine) Counters() Counters { return m.cnt }
 // the second one spent waiting sends the step's message again with an ask,
 // then the 4th, 8th and every 16th after that (a simulator ticks
 // periodically, about every two message latencies, so a partner merely a
-// step behind is not asked). A node that cannot go on (refused before its
-// first pass ended, or told of another result) asks for nothing.
+// step behind is not asked). A node told of another result asks for
+// nothing; one refused before its first pass ended asks the other nodes in
+// turn, at the longest timeout, for the chosen result only (its runtime has
+// fallen back, and a result chosen meanwhile is the one the fallback must
+// end with).
 func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 	if !m.started {
 		m.started = true
 		return m.advance(out)
 	}
-	if m.final || m.mismatch || m.refused && !m.accepted {
+	if m.final || m.mismatch {
 		return out
 	}
 	m.ticks++
@@ -252,9 +255,13 @@ func (m *Machine) Tick(out []gossip.Message) []gossip.Message {
 		return out
 	}
 	m.ticks = 0
-	if m.short {
-		// Every step is done, with too few vouched for: only a node that
-		// had more can end this one's wait, with the chosen result.
+	if m.refused && !m.accepted {
+		m.backoff = maxBackoff
+	}
+	if m.short || m.refused && !m.accepted {
+		// Every step is done, with too few vouched for, or the node will
+		// not go on: only a node that is done can end its wait, with the
+		// chosen result.
 		m.backoff = min(2*m.backoff, maxBackoff)
 		m.tries++
 		m.cnt.Resends++
@@ -635,6 +642,18 @@ func (m *Machine) Done() bool { return m.final }
 // of R and proposes it. The runtime calls Refuse before this node promises
 // anything, so an acceptance here never follows a promise.
 func (m *Machine) Accepted() bool { return m.accepted }
+
+// Choose tells a node that accepted R that R is chosen by other means (a
+// runtime's fallback decided it): the node is done, and answers the nodes
+// that ask for the result with R marked chosen, as a node whose second
+// pass ended does. It does nothing at a node that has not accepted.
+func (m *Machine) Choose() {
+	if !m.accepted || m.mismatch {
+		return
+	}
+	m.check()
+	m.final, m.short = true, false
+}
 
 // Refuse stops this node from accepting a result: if its first pass has
 // not ended, it never will (it stops there, and asks for nothing more);

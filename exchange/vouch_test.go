@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/rdb"
 	"github.com/gossipreduce/gossipreduce/topology"
 )
 
@@ -24,7 +25,8 @@ func pair(t *testing.T) (*Machine, *Machine) {
 }
 
 // TestRefusedBeforeTheFirstPassNeverAccepts: a node told to refuse before
-// its first pass ends never accepts, never vouches and asks for nothing;
+// its first pass ends never accepts, never vouches and asks for nothing but
+// the chosen result;
 // its partner, which accepted, still gets its stored step message.
 func TestRefusedBeforeTheFirstPassNeverAccepts(t *testing.T) {
 	a, b := pair(t)
@@ -37,9 +39,17 @@ func TestRefusedBeforeTheFirstPassNeverAccepts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, out, "a refused node vouches for nothing")
 	assert.False(t, b.Accepted())
+	asks := 0
 	for range 50 {
-		assert.Empty(t, b.Idle(nil), "a refused node asks for nothing")
+		for _, m := range b.Idle(nil) {
+			asks++
+			assert.Equal(t, uint64(rdb.TagFoldOut|flagAsk|flagEmpty), m.Tag, "a refused node asks for the chosen result only")
+			for _, w := range m.Payload[:len(m.Payload)-2] {
+				assert.Zero(t, w, "an empty ask: nothing but the hash")
+			}
+		}
 	}
+	assert.LessOrEqual(t, asks, 50/(2*maxBackoff)+1, "at the longest timeout")
 	vouch, err := a.Step(toA[0], nil)
 	require.NoError(t, err)
 	assert.True(t, a.Accepted())

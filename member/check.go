@@ -83,6 +83,44 @@ func Check(n int, epoch uint64, inputs [][]float64, outcomes map[gossip.NodeID]O
 	return vs
 }
 
+// CheckExtremes checks the extremes of every nil-error result of an epoch
+// whose members' extremes were extremes[j]: each is one of the members'
+// (maxima are exact) and no lower than the maximum over the members the
+// result covers. It may be higher: a gossip member merges the maxima of
+// every certificate it hears, a member's that died afterwards included.
+// Check compares the results with one another.
+func CheckExtremes(n int, epoch uint64, extremes [][]float64, outcomes map[gossip.NodeID]Outcome) []Violation {
+	var vs []Violation
+	for id, out := range outcomes {
+		if out.Err != nil || len(extremes) != n {
+			continue
+		}
+		res := out.Result
+		for c, v := range res.Extremes {
+			floor, seen := math.Inf(-1), false
+			for j := range n {
+				if c >= len(extremes[j]) {
+					continue
+				}
+				x := extremes[j][c]
+				seen = seen || math.Float64bits(x) == math.Float64bits(v)
+				if res.Covers(gossip.NodeID(j)) {
+					floor = math.Max(floor, x)
+				}
+			}
+			if !seen || v < floor {
+				vs = append(vs, Violation{Epoch: epoch, Member: id, What: fmt.Sprintf(
+					"extreme %d is %v: not a member's, or below %v, the maximum over the members covered", c, v, floor)})
+			}
+		}
+		if len(res.Extremes) != len(extremes[id]) {
+			vs = append(vs, Violation{Epoch: epoch, Member: id, What: fmt.Sprintf("%d extremes, its own were %d", len(res.Extremes), len(extremes[id]))})
+		}
+	}
+	slices.SortFunc(vs, func(a, b Violation) int { return int(a.Member) - int(b.Member) })
+	return vs
+}
+
 // validity compares a result with the exact average of the inputs it
 // covers; it returns "" when they agree within eps.
 func validity(n int, res Result, inputs [][]float64, eps float64) string {

@@ -64,6 +64,9 @@ type twoPass interface {
 	Mismatch() bool
 	// Progress changes whenever the machine makes a step.
 	Progress() int
+	// Choose says that the result the first pass ended with is chosen:
+	// the fallback decided it.
+	Choose()
 }
 
 // extremesOf returns the maxima a finite machine reduced (nil if it takes
@@ -149,7 +152,8 @@ func (m *Machine) noteExchange(now time.Duration, o *op) {
 	}
 	if o.x.Accepted() && !o.px.hasAcc {
 		m.est = o.x.Estimate(m.est[:0])
-		o.px.accepted = append([]float64{0}, resultPayload(m.est, extremesOf(o.x), m.r.n, newBitset(m.r.n))...)
+		o.xResult = resultPayload(m.est, extremesOf(o.x), m.r.n, newBitset(m.r.n))
+		o.px.accepted = append([]float64{0}, o.xResult...)
 		o.px.accB, o.px.hasAcc = 0, true
 	}
 	if o.x.Mismatch() && o.cert == nil && !o.done {

@@ -133,6 +133,8 @@ type op struct {
 	x          twoPass       // a finite machine with a fallback (see fallback.go); nil otherwise
 	progress   int           // x.Progress() when last seen to change
 	progressAt time.Duration // and when
+	xTickAt    time.Duration // when the exchange was last ticked after a fallback
+	xResult    []float64     // the exchange's result R as a result payload, once accepted
 	cert       *certificate
 	ext        []float64 // the extremes known so far (max-merged)
 	inj        gossip.Injector
@@ -789,6 +791,20 @@ func (m *Machine) tickOp(now time.Duration) {
 			o.inj.InjectState(m.point(now, o), o.m)
 		}
 	}
+	if o.x != nil && o.cert != nil && now-o.xTickAt >= idle {
+		// Fallen back: the exchange still asks, now and then, for the
+		// result that members finished with meanwhile, which is the one
+		// the fallback must end with (see fallback.go). A member whose own
+		// estimate leaves out an input that R covers (a member that died
+		// after contributing) cannot confirm R otherwise, and waited out
+		// its deadline.
+		o.xTickAt = now
+		for _, msg := range o.x.Tick(m.scratch[:0]) {
+			o.sent++
+			m.send(msg)
+		}
+		m.scratch = m.scratch[:0]
+	}
 	if o.x != nil && o.cert == nil {
 		m.noteExchange(now, o)
 		if now-o.progressAt > m.r.Suspect {
@@ -1049,6 +1065,14 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 	}
 	o.result = slices.Clone(payload)
 	o.root = root
+	if o.x != nil && o.xResult != nil && gossip.SameBits(o.xResult, payload) {
+		// The fallback decided the exchange's result R: R is chosen, and
+		// the exchange says so to members that ask it for the result (a
+		// member that fell back before its first pass ended cannot confirm
+		// R from its own estimate when R covers a member that died after
+		// contributing; see tickOp).
+		o.x.Choose()
+	}
 	// The group's view of who is away holds from the next operation on,
 	// except for members that announced themselves since.
 	copy(m.absent, dead)

@@ -107,3 +107,21 @@ func TestFiniteWithoutExtremesRefusesThem(t *testing.T) {
 		}
 	}
 }
+
+// CheckExtremes accepts maxima that are a member's own and no lower than
+// the maximum over the members a result covers, and flags the others.
+func TestCheckExtremes(t *testing.T) {
+	ext := [][]float64{{1, -5}, {4, -2}, {9, -1}} // member 2 is left out below
+	res := func(e ...float64) map[gossip.NodeID]member.Outcome {
+		r := member.Result{Epoch: 1, Live: 2, Absent: []gossip.NodeID{2}, Extremes: e}
+		return map[gossip.NodeID]member.Outcome{0: {Result: r}, 1: {Result: r}}
+	}
+	assert.Empty(t, member.CheckExtremes(3, 1, ext, res(4, -2)), "the maxima over the covered")
+	assert.Empty(t, member.CheckExtremes(3, 1, ext, res(9, -1)), "a dead member's, heard before it died")
+	assert.Len(t, member.CheckExtremes(3, 1, ext, res(1, -2)), 2, "below the covered maximum, at both members")
+	assert.Len(t, member.CheckExtremes(3, 1, ext, res(5, -2)), 2, "nobody's")
+	assert.Len(t, member.CheckExtremes(3, 1, ext, res(4)), 2, "too few")
+	failed := res(0, 0)
+	failed[0] = member.Outcome{Err: member.ErrNotConverged}
+	assert.Len(t, member.CheckExtremes(3, 1, ext, failed), 2, "an error is not checked: only member 1's two")
+}

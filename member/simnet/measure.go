@@ -196,6 +196,9 @@ func measureOne(cfg MeasureConfig, seed uint64) (measured, error) {
 	outs := net.Run(1, inputs, nil, limit)
 	got := measured{crashed: nCrash, slow: nSlow, events: net.Events - e0, time: net.Now(), latency: nc.Latency}
 	got.wrong = len(member.Check(n, 1, inputs, outs, nc.Epsilon))
+	if nc.Extremes {
+		got.wrong += len(member.CheckExtremes(n, 1, inputs, outs))
+	}
 	wronglyDead := make([]bool, n)
 	for id, o := range outs {
 		if crashed[id] {

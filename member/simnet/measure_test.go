@@ -114,3 +114,22 @@ func TestMeasureExchange(t *testing.T) {
 	assert.Zero(t, rep.Wrong)
 	assert.Zero(t, rep.Failed, "the fallback to PFCC ends what the exchange could not")
 }
+
+// Extremes under faults, with exchange (crashes before and after
+// contributing, so fallbacks too) and with PFCC: every result's extremes
+// pass member.CheckExtremes and every member returns the same bits.
+func TestMeasureExtremesUnderFaults(t *testing.T) {
+	for _, tc := range []struct {
+		alg    string
+		window time.Duration
+	}{{"exchange", 100 * time.Microsecond}, {"pfcc", 5 * time.Millisecond}} {
+		rep, err := Measure(context.Background(), MeasureConfig{
+			Net:  Config{Nodes: 13, Algorithm: tc.alg, Loss: 0.05, Seed: 3, Extremes: true},
+			Runs: 8, Crash: 0.2, Window: tc.window,
+		})
+		require.NoError(t, err)
+		assert.Equal(t, 8*3, rep.Crashed, tc.alg)
+		assert.Zero(t, rep.Wrong, tc.alg)
+		assert.Zero(t, rep.Failed, tc.alg)
+	}
+}

@@ -49,6 +49,10 @@ type Config struct {
 	Loss, Dup float64
 	// Seed seeds the network's draws and the members' machines.
 	Seed uint64
+	// Extremes makes every member reduce its input vector a second time,
+	// as extremes (element-wise maxima), so that member.CheckExtremes can
+	// check them.
+	Extremes bool
 }
 
 func (c *Config) defaults() {
@@ -240,6 +244,9 @@ func (n *Net) Run(epoch uint64, inputs [][]float64, starts []time.Duration, limi
 	t0, e0 := n.now, n.Events
 	for i, nd := range n.nodes {
 		nd.op = member.Op{Epoch: epoch, Values: inputs[i]}
+		if n.cfg.Extremes {
+			nd.op.Extremes = inputs[i]
+		}
 		at := t0
 		if starts != nil {
 			at = t0 + starts[i]
