@@ -97,10 +97,11 @@
 // # Requests, epochs and membership
 //
 // Reduce takes a Request: Values are averaged (Average and Sum wrap it) and
-// Extremes are maximised (negate for a minimum): they ride in the
-// certificate, merged by maximum, and members agree only when their
-// extremes are equal, so a complete certificate means everyone holds the
-// global maximum. An operation's epoch is the next one, or one the caller
+// Extremes are maximised (negate for a minimum). With a gossip algorithm
+// they ride in the certificate, merged by maximum, and members agree only
+// when their extremes are equal, so a complete certificate means everyone
+// holds the global maximum; exchange carries them in its partials, under
+// its hashes. An operation's epoch is the next one, or one the caller
 // names (Monitor uses the clock). Each result carries the group's dead set;
 // members start the next operation without the absent ones. Close tells
 // the others a member leaves; Join tells them it is (back) here.

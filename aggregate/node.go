@@ -46,7 +46,9 @@ type Request struct {
 	// Values are averaged element-wise over the live members.
 	Values []float64
 	// Extremes are reduced element-wise to their maximum over the members
-	// (negate a component to get a minimum). They need a gossip algorithm.
+	// (negate a component to get a minimum). They need a gossip algorithm
+	// or exchange (algo.Spec.Extremes); the other finite algorithms refuse
+	// them.
 	Extremes []float64
 }
 
