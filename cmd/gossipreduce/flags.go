@@ -387,8 +387,10 @@ type faultFlags struct {
 	flipRate   float64
 }
 
-// registerLoss registers --loss (default none).
+// registerLoss registers --loss (default none). A rate listed twice is
+// refused, as a repeated algorithm is: sdc would sweep it twice.
 func (f *faultFlags) registerLoss(fs *flag.FlagSet, verb string) {
+	f.loss.distinct = noRepeat[float64]
 	registerList(fs, &f.loss, "loss", verb, "0", helpLoss, parseLoss)
 }
 

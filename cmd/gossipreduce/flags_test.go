@@ -180,6 +180,15 @@ func TestAlgoListRepeats(t *testing.T) {
 	assert.Equal(t, []string{"rdb", "ring"}, l.vals, "distinct names are taken")
 }
 
+// TestLossListRepeats: an sdc sweep takes each loss rate once; 0 and 0.0
+// are one rate.
+func TestLossListRepeats(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "sdc", "--loss", "0,0.1,0.0", "--runs", "1", "--nodes", "4")
+	assert.Equal(t, 2, code, stderr)
+	assert.Empty(t, stdout, "nothing ran")
+	assert.Contains(t, stderr, "--loss: 0 is listed twice")
+}
+
 // TestDeprecatedNames: bench's --algos still works, saying once that it is
 // deprecated; no verb's help teaches a deprecated name.
 func TestDeprecatedNames(t *testing.T) {
