@@ -24,6 +24,19 @@ func pair(t *testing.T) (*Machine, *Machine) {
 	return ms[0], ms[1]
 }
 
+// acceptedPair is pair after the first pass: both nodes accepted, and each
+// one's vouch is still to be sent.
+func acceptedPair(t *testing.T) (*Machine, *Machine) {
+	t.Helper()
+	a, b := pair(t)
+	toB, toA := a.Tick(nil), b.Tick(nil)
+	_, err := a.Step(toA[0], nil)
+	require.NoError(t, err)
+	_, err = b.Step(toB[0], nil)
+	require.NoError(t, err)
+	return a, b
+}
+
 // TestRefusedBeforeTheFirstPassNeverAccepts: a node told to refuse before
 // its first pass ends never accepts, never vouches and asks for nothing but
 // the chosen result;
@@ -91,26 +104,16 @@ func TestRefusedAfterTheFirstPassStillEnds(t *testing.T) {
 // hash than this node's result stops the node (the runtime falls back);
 // it is never done.
 func TestVouchForAnotherResultIsAMismatch(t *testing.T) {
-	a, b := pair(t)
-	toB, toA := a.Tick(nil), b.Tick(nil)
-	_, err := a.Step(toA[0], nil)
-	require.NoError(t, err)
-	_, err = b.Step(toB[0], nil)
-	require.NoError(t, err)
+	a, b := acceptedPair(t)
 	other := b.rHash ^ 1
 	forged := b.message(0, b.plan[b.p1].Tag, []float64{float64(other >> 32), float64(other & 0xffffffff), 1})
-	_, err = a.Step(forged, nil)
+	_, err := a.Step(forged, nil)
 	require.NoError(t, err)
 	assert.True(t, a.Mismatch())
 	assert.False(t, a.Done())
 
 	// A chosen result with other bits is a mismatch too.
-	a, b = pair(t)
-	toB, toA = a.Tick(nil), b.Tick(nil)
-	_, err = a.Step(toA[0], nil)
-	require.NoError(t, err)
-	_, err = b.Step(toB[0], nil)
-	require.NoError(t, err)
+	a, b = acceptedPair(t)
 	chosen := b.message(0, 1<<20|flagChosen, []float64{7, 2})
 	_, err = a.Step(chosen, nil)
 	require.NoError(t, err)
@@ -121,15 +124,10 @@ func TestVouchForAnotherResultIsAMismatch(t *testing.T) {
 // TestVouchCountsAreChecked: a vouch for more nodes than the subcube holds
 // is refused, with an error, and changes nothing.
 func TestVouchCountsAreChecked(t *testing.T) {
-	a, b := pair(t)
-	toB, toA := a.Tick(nil), b.Tick(nil)
-	_, err := a.Step(toA[0], nil)
-	require.NoError(t, err)
-	_, err = b.Step(toB[0], nil)
-	require.NoError(t, err)
+	a, b := acceptedPair(t)
 	for _, c := range []float64{2, -1, 0.5} {
 		forged := b.message(0, b.plan[b.p1].Tag, []float64{float64(b.rHash >> 32), float64(b.rHash & 0xffffffff), c})
-		_, err = a.Step(forged, nil)
+		_, err := a.Step(forged, nil)
 		assert.ErrorIs(t, err, gossip.ErrForeignMessage, "count %v", c)
 		assert.False(t, a.Done(), "count %v", c)
 	}

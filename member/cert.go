@@ -32,18 +32,16 @@ type certificate struct {
 	// the sets and every step asks whether they are complete, each O(n/64)
 	// words (at 65,536 members a quarter of the simulation's time went
 	// there), while the sets change far less often.
-	ver     uint64
+	ver     uint64 // from 1, so that a derived ver of 0 means never derived
 	setsVer uint64 // ver at which sets was encoded
 	sets    []byte // gen, n, stable and dead in wire form
 	doneVer uint64 // ver at which done and nLive were computed
 	done    bool   // complete()
 	nLive   int    // live()
-	derived bool   // done and nLive hold for doneVer
-	setsOK  bool   // sets holds for setsVer
 }
 
 func newCertificate(n, self, need int, theta float64) *certificate {
-	return &certificate{n: n, self: self, need: need, theta: theta, stable: newBitset(n), dead: newBitset(n)}
+	return &certificate{n: n, self: self, need: need, theta: theta, stable: newBitset(n), dead: newBitset(n), ver: 1}
 }
 
 // observe compares this node's estimate with a neighbour's. Agreement within
@@ -133,10 +131,10 @@ func (c *certificate) complete() bool {
 
 // derive brings done and nLive up to date with the sets.
 func (c *certificate) derive() {
-	if c.derived && c.doneVer == c.ver {
+	if c.doneVer == c.ver {
 		return
 	}
-	c.derived, c.doneVer = true, c.ver
+	c.doneVer = c.ver
 	c.nLive = c.n - c.dead.count()
 	c.done = c.scanComplete()
 }
@@ -249,8 +247,8 @@ func (e *lengthError) Error() string {
 func (e *lengthError) Unwrap() error { return gossip.ErrLength }
 
 func (c *certificate) encode(dst []byte, est, ext []float64) []byte {
-	if !c.setsOK || c.setsVer != c.ver {
-		c.setsOK, c.setsVer = true, c.ver
+	if c.setsVer != c.ver {
+		c.setsVer = c.ver
 		c.sets = binary.AppendUvarint(c.sets[:0], c.gen)
 		c.sets = binary.AppendUvarint(c.sets, uint64(c.n))
 		c.sets = c.stable.appendSet(c.sets, c.n)
