@@ -51,13 +51,16 @@ type Config struct {
 	// Topology is the overlay (see topology.Parse). Default "complete".
 	Topology string
 	// Algorithm is any name algo.Names lists; the Summary of its
-	// algo.Lookup spec says what each is. Default "pfcc", the one that
-	// survives message loss, crashes and bit flips. "exchange" costs
+	// algo.Lookup spec says what each is. Default "exchange": it costs
 	// less than twice what recursive doubling does and survives loss, bit
 	// flips and members that crash after their input left them (the
-	// result keeps their input); when a member dies before its first
-	// send, the operation falls back to PFCC and costs what PFCC does
-	// (docs/live.md). Of the finite algorithms only it takes Extremes. "rdb"
+	// result keeps their input); when a member dies or stalls for Suspect
+	// before its input left it, or a member is away from the last
+	// result, the operation falls back to PFCC and costs what PFCC does
+	// (docs/live.md). "pfcc" gossips throughout: it costs tens of times
+	// recursive doubling and rides out the same faults at the same price
+	// in every operation. Of the finite algorithms only exchange takes
+	// Extremes. "rdb"
 	// (recursive doubling), "ring" (reduce-scatter and all-gather, the
 	// bandwidth-optimal choice for large vectors) and "rhd" (recursive
 	// halving and doubling, the ring's bytes in 2 log2 N messages;

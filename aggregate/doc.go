@@ -9,16 +9,25 @@
 //
 // Each member runs one goroutine that moves messages and time between a
 // transport and the member's protocol, member.Machine: a pure state
-// machine (no goroutine, no clock read) that drives a gossip.Machine (PFCC
-// by default; any algorithm of package algo) and holds every protocol
-// decision, so the simulator (package member/simnet) runs the same code
-// as a live member. Operations are
+// machine (no goroutine, no clock read) that drives a gossip.Machine
+// (dimension exchange by default; any algorithm of package algo) and holds
+// every protocol decision, so the simulator (package member/simnet) runs
+// the same code as a live member. Operations are
 // numbered (epochs): every member's n-th operation is the group's n-th, and
 // messages of different operations never mix. Members must Join before the
 // group's first operation starts, so that nothing sent to them is lost;
 // messages for an operation a member has not started yet wait for it.
 //
 // # Deciding that the group has converged
+//
+// The default algorithm, dimension exchange (package exchange), needs no
+// convergence test: it is exact after its schedule, every member ends with
+// the same bits, and a second pass over the schedule tells each member that
+// a majority holds them. When it cannot finish (an input lost with its
+// member, a member away since the last operation, members holding
+// different results) it hands the operation to PFCC, and the operation ends
+// as a gossip operation does, as follows; member/fallback.go says why no
+// two results can come out of one operation.
 //
 // A gossip estimate converges but never says so; the thesis (6.1) names a
 // fault-tolerant global convergence test as the first open problem. This

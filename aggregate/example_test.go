@@ -94,7 +94,7 @@ func ExampleNode_Average() {
 
 // Reduce takes an average and element-wise maxima in one operation; a
 // minimum is the maximum of the negated values. Here with dimension
-// exchange, then with the default (PFCC).
+// exchange (the default), then with PFCC.
 func ExampleNode_Reduce() {
 	tr, _ := transport.NewMemory(transport.MemoryOptions{})
 	defer tr.Close()

@@ -120,13 +120,13 @@ type Defaults struct {
 }
 
 // Fill sets every empty field of d to its default: the complete overlay,
-// pfcc, ε 1e-9, a 1 ms tick, Idle 4 ticks, Suspect 1 s.
+// exchange, ε 1e-9, a 1 ms tick, Idle 4 ticks, Suspect 1 s.
 func (d *Defaults) Fill() {
 	if d.Topology == "" {
 		d.Topology = "complete"
 	}
 	if d.Algorithm == "" {
-		d.Algorithm = "pfcc"
+		d.Algorithm = "exchange"
 	}
 	if d.Epsilon == 0 {
 		d.Epsilon = 1e-9

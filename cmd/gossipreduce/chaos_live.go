@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/aggregate"
+	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/internal/livegroup"
 	"github.com/gossipreduce/gossipreduce/member"
@@ -113,7 +115,16 @@ func drawCase(cfg liveChaosConfig, cs uint64) *chaosCase {
 		c.loss = []float64{0.01, 0.05, 0.2}[rng.IntN(3)]
 		note("loss %g", c.loss)
 	}
+	// Message counts that fall inside an operation: a gossip member sends
+	// hundreds, an exchange member 2·log2 N and a few resends.
+	span := 60
+	if spec, err := algo.Lookup(cfg.algo); err == nil && spec.Finite {
+		span = 2*bits.Len(uint(c.n-1)) + 2
+	}
 	c.faults = livegroup.Faults{FlipBit: -1, CrashAfter: 5 + rng.IntN(60)}
+	if span < 60 {
+		c.faults.CrashAfter = rng.IntN(span)
+	}
 	if has("crash") && c.n > 4 {
 		c.faults.Crash = append(c.faults.Crash, gossip.NodeID(1+rng.IntN(c.n-1)))
 	}
@@ -130,11 +141,11 @@ func drawCase(cfg liveChaosConfig, cs uint64) *chaosCase {
 		note("forged results at 2 kHz")
 	}
 	if has("replay") {
-		c.drawReplay(rng)
+		c.drawReplay(rng, span*2/3)
 		note("traffic of an earlier operation of the group (same key, other members and inputs) replayed when a member has sent %v messages", c.rp.at)
 	}
 	if has("restart") {
-		c.restartAt = 1 + rng.IntN(30)
+		c.restartAt = 1 + rng.IntN(span/2)
 		c.down = time.Duration(100+rng.IntN(701)) * time.Millisecond
 		note("NATS server restarts when a member has sent %d messages, down %v", c.restartAt, c.down)
 	}
@@ -143,8 +154,9 @@ func drawCase(cfg liveChaosConfig, cs uint64) *chaosCase {
 }
 
 // drawReplay draws the replay of the case: the recorded operation's
-// inputs and the moments of the bursts, and a group key if it has none.
-func (c *chaosCase) drawReplay(rng *rand.Rand) {
+// inputs and the moments of the bursts (within span messages), and a group
+// key if it has none.
+func (c *chaosCase) drawReplay(rng *rand.Rand, span int) {
 	if c.key == nil {
 		// A replayer without the key would be a forger: this group has
 		// one, and so had the run it was recorded in.
@@ -155,7 +167,7 @@ func (c *chaosCase) drawReplay(rng *rand.Rand) {
 	}
 	c.rp = &replayPlan{inputs: drawChaosInputs(rng, c.n)}
 	for range 2 + rng.IntN(3) {
-		c.rp.at = append(c.rp.at, rng.IntN(40))
+		c.rp.at = append(c.rp.at, rng.IntN(span))
 	}
 	slices.Sort(c.rp.at)
 }

@@ -54,13 +54,15 @@ type groupDefaults struct {
 }
 
 // familyDefaults: the live verbs default to what the library does
-// (aggregate.Config: PFCC on the complete overlay at ε 1e-9) for a group
-// that shares this machine's cores; the simulated verbs to the thesis's
+// (aggregate.Config: exchange on the complete overlay at ε 1e-9) for a
+// group that shares this machine's cores, with a single flip early in the
+// operation (an exchange member sends 2·log2 N messages in all); the
+// simulated verbs to the thesis's
 // setting (a 32-node hypercube at ε 1e-14, single flips of every bit of a
 // value after 150 messages), which docs/sdc.md reproduces.
 var familyDefaults = map[family]groupDefaults{
-	liveFamily: {algo: "pfcc", topology: "complete", nodes: 16, eps: 1e-9,
-		flipBit: "-1", flipTarget: "flow", flipAfter: 8},
+	liveFamily: {algo: "exchange", topology: "complete", nodes: 16, eps: 1e-9,
+		flipBit: "-1", flipTarget: "value", flipAfter: 2},
 	simFamily: {algo: "pfcc", topology: "hypercube", nodes: 32, eps: 1e-14,
 		flipBit: "0-63", flipTarget: "value", flipAfter: -1},
 	bcastFamily: {nodes: 1024},
@@ -85,12 +87,12 @@ var flagDifferences = []flagDifference{
 	{flags: []string{"nodes"}, verb: "node", why: "required: every member must be told the group's size, and a default would split a group silently"},
 	{flags: []string{"nats"}, verb: "node", why: "a process of its own needs a server outside it: gossipreduce server's, nats://127.0.0.1:4222"},
 	{flags: []string{"runs"}, verb: "sdc", why: "100 runs per point, as the thesis"},
+	{flags: []string{"algo"}, why: "live: exchange, the library's; simulated: pfcc, the thesis's algorithm, whose experiments sim and sdc reproduce"},
 	{flags: []string{"topology"}, why: "live: complete, every member a neighbour, as the library; simulated: the thesis's hypercube"},
 	{flags: []string{"nodes"}, why: "live: 16, members that share this machine's cores; simulated: the thesis's 32; broadcast: the papers' 1024 processes"},
 	{flags: []string{"eps"}, why: "live: the library's 1e-9; simulated: the thesis's 1e-14"},
 	{flags: []string{"flip-bit"}, why: "run flips no bit unless asked; sdc sweeps all 64, as the thesis"},
-	{flags: []string{"flip-target"}, why: "run: flow, what PFCC's checksums guard in a live member; sdc: value, the thesis's figures 4.6-4.12"},
-	{flags: []string{"flip-after"}, why: "run: 8 messages, early in a live operation at ε 1e-9; sdc: the thesis's 150 (0 for rdb and input flips)"},
+	{flags: []string{"flip-after"}, why: "run: 2 messages, early in an operation of any algorithm; sdc: the thesis's 150 (0 for rdb and input flips)"},
 	{flags: []string{"L", "o"}, why: "sim: the thesis's timing, L 1 and o 0; bcast: the broadcast papers' integer LogP units, L 2 and o 1"},
 	{flags: []string{"token", "user", "password", "tls-ca", "tls-cert"}, help: true,
 		why: "server: what it requires of clients; the live verbs: what they present to a server"},
@@ -99,7 +101,8 @@ var flagDifferences = []flagDifference{
 // The help texts of the shared flags. Where the families' defaults differ,
 // the text says so and why, the same in every verb.
 var (
-	helpAlgo     = "algorithm: " + strings.Join(algo.Names(), ", ") + " (bench and sdc: a comma list to compare)"
+	helpAlgo = "algorithm: " + strings.Join(algo.Names(), ", ") + " (live verbs default to exchange, as the library; simulated ones to the thesis's pfcc; " +
+		"bench and sdc: a comma list to compare)"
 	helpTopology = "overlay: " + strings.Join(topology.Names(), ", ") + ", torus:AxBxC (live verbs default to complete, every member a neighbour, as the library; " +
 		"simulated ones to the thesis's hypercube)"
 	helpNodes = "number of members N (node: required; live verbs default to 16, which share this machine's cores; simulated ones to the thesis's 32; " +
@@ -111,12 +114,12 @@ var (
 	helpLoss       = "probability in [0, 1) that a message is lost (sdc: a comma list of the rates to sweep, e.g. 0,0.01,0.1)"
 	helpCrash      = "members that crash mid-operation: a count, or a share of the members when below 1, drawn from the seed"
 	helpCrashRoot  = "the root (member 0) crashes mid-operation too (--crash draws from the others)"
-	helpCrashAfter = "a crashing member crashes once it has sent this many messages"
+	helpCrashAfter = "a crashing member crashes once it has sent this many messages (0: before its first, so that its input leaves with it; the kill races with its sends)"
 	helpFlipBit    = "flip this bit (0-63) once per run, at a member drawn from the seed (-1: none; sdc: a comma list of bits and ranges to sweep, e.g. 0-63 or 20,52-62; " +
 		"run defaults to none, sdc to all 64 as the thesis)"
-	helpFlipTarget = "what flips hit: " + strings.Join(sdcTargets, ", ") + " (sdc: a comma list; run defaults to flow, what PFCC's checksums guard in a live member; " +
-		"sdc to value, the thesis's figures 4.6-4.12)"
-	helpFlipAfter = "the single flip happens once its member has sent this many messages (run defaults to 8, early in a live operation at ε 1e-9; " +
+	helpFlipTarget = "what flips hit: " + strings.Join(sdcTargets, ", ") + " (sdc: a comma list; both default to value: a flow's value in the flow algorithms, else the state's, " +
+		"the thesis's figures 4.6-4.12)"
+	helpFlipAfter = "the single flip happens once its member has sent this many messages (run defaults to 2, early in an operation of any algorithm; " +
 		"sdc to -1: the thesis's 150, or 0 for rdb and for input flips of machines without input words)"
 	helpFlipRate = "flip probability per word per message at every member, over the bits of --flip-bit (run: all 64; sdc: one range, the rate campaign; the thesis used 1e-4)"
 )
@@ -400,7 +403,7 @@ func (f *faultFlags) registerCrash(fs *flag.FlagSet, root bool) {
 	fs.Var(&f.crash, "crash", helpCrash)
 	if root {
 		fs.BoolVar(&f.crashRoot, "crash-root", false, helpCrashRoot)
-		fs.IntVar(&f.crashAfter, "crash-after", 10, helpCrashAfter)
+		fs.IntVar(&f.crashAfter, "crash-after", 2, helpCrashAfter)
 	}
 }
 

@@ -161,6 +161,11 @@ func (c *runCmd) exec(ctx context.Context, out *stdio) error {
 		}
 	}
 	o, err := t.finish(net.tr.Stats(), c.group.eps)
+	if len(c.faults.flipBit.vals) > 0 && c.faults.flipBit.one() >= 0 && o.Flips == 0 && len(o.PerRun) > 0 {
+		ws.add("no bit was flipped: %s has no word that --flip-target %s selects, or no member sent --flip-after %d messages",
+			c.algo.one(), c.faults.flipTarget.one(), c.faults.flipAfter)
+		o.Warnings = ws.list
+	}
 	if !out.json {
 		printRun(out, o)
 		return err

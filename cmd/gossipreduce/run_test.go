@@ -21,8 +21,8 @@ func TestRunLiveJSONContract(t *testing.T) {
 	assert.Equal(t, false, obj["coverage_differs"])
 	assert.Len(t, obj["per_run"], 2)
 	assert.Equal(t, 0.0, obj["forged"])
-	assert.Equal(t, []any{}, obj["warnings"], "the embedded server needs no key; pfcc is fault-tolerant")
-	assert.Equal(t, "pfcc", obj["algo"])
+	assert.Equal(t, []any{}, obj["warnings"], "the embedded server needs no key; exchange is fault-tolerant")
+	assert.Equal(t, "exchange", obj["algo"])
 	assert.Equal(t, 8.0, obj["nodes"])
 	assert.Equal(t, true, obj["identical"])
 	assert.Equal(t, 0.0, obj["failed_runs"])
@@ -33,8 +33,8 @@ func TestRunLiveJSONContract(t *testing.T) {
 }
 
 func TestRunLiveFaults(t *testing.T) {
-	obj := jsonObject(t, "run", "--nodes", "8", "--eps", "1e-9", "--seed", "4", "--crash", "1", "--crash-root",
-		"--suspect", "200ms", "--flip-bit", "60", "--loss", "0.05", "--json")
+	obj := jsonObject(t, "run", "--algo", "pfcc", "--nodes", "8", "--eps", "1e-9", "--seed", "4", "--crash", "1", "--crash-root",
+		"--crash-after", "10", "--suspect", "200ms", "--flip-bit", "60", "--loss", "0.05", "--json")
 	assert.Equal(t, true, obj["identical"])
 	// What the results say they cover: the root and one other crashed.
 	assert.Equal(t, 6.0, obj["live"])
@@ -47,13 +47,38 @@ func TestRunLiveFaults(t *testing.T) {
 	assert.Equal(t, []any{}, obj["warnings"], "pfcc tolerates the faults")
 }
 
+// TestRunLiveFaultsExchange: the default algorithm under the same faults,
+// with the crashes before a member's first message (its input leaves with
+// it, and PFCC leaves it out) and after its second (its input is out, and
+// the result keeps it); the kill races with the sends, so the coverage is
+// checked as a bound.
+func TestRunLiveFaultsExchange(t *testing.T) {
+	for _, after := range []string{"0", "2"} {
+		obj := jsonObject(t, "run", "--nodes", "8", "--seed", "4", "--runs", "2", "--crash", "1", "--crash-root",
+			"--crash-after", after, "--suspect", "200ms", "--flip-bit", "60", "--loss", "0.05", "--json")
+		assert.Equal(t, "exchange", obj["algo"])
+		assert.Equal(t, true, obj["identical"], "after %s", after)
+		assert.Equal(t, 0.0, obj["failed_runs"], "after %s", after)
+		assert.LessOrEqual(t, obj["max_rel_error"].(float64), 1e-9, "within eps of what the result covers")
+		assert.GreaterOrEqual(t, obj["live"].(float64), 6.0)
+		for _, r := range obj["per_run"].([]any) {
+			absent := r.(map[string]any)["absent"].([]any)
+			assert.LessOrEqual(t, len(absent), 2, "after %s: only the two crashed members may be left out", after)
+			if len(absent) == 2 {
+				assert.Equal(t, 0.0, absent[0], "the root is one of them")
+			}
+		}
+		assert.Equal(t, []any{}, obj["warnings"])
+	}
+}
+
 // TestRunPushSumWarning: Push-Sum with faults is warned about, on stderr
 // and in the JSON; without faults, or with pfcc, it is not.
 func TestRunPushSumWarning(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "run", "--algo", "ps", "--loss", "0.1", "--nodes", "4", "--seed", "2", "--timeout", "2s", "--json")
 	assert.NotEqual(t, 2, code, stderr) // lost mass may make the result wrong (exit 1)
 	assert.Contains(t, stderr, "gossipreduce run: warning: Push-Sum (ps) is not fault-tolerant (requested: --loss 0.1)")
-	assert.Contains(t, stderr, "use --algo pfcc")
+	assert.Contains(t, stderr, "use the default, exchange, or pfcc")
 	var obj map[string]any
 	require.NoError(t, json.Unmarshal([]byte(stdout), &obj), stdout)
 	require.Len(t, obj["warnings"], 1)

@@ -66,7 +66,7 @@ func (ws *warnings) warnPushSum(name string, faults []string) {
 	if len(faults) > 0 {
 		with = " (requested: " + strings.Join(faults, ", ") + ")"
 	}
-	ws.add("Push-Sum (%s) is not fault-tolerant%s: a lost, duplicated or corrupted message or a crashed member changes the result, without an error; use --algo pfcc", name, with)
+	ws.add("Push-Sum (%s) is not fault-tolerant%s: a lost, duplicated or corrupted message or a crashed member changes the result, without an error; use the default, exchange, or pfcc", name, with)
 }
 
 // warnNoKey warns that a group on an external NATS server has no group key

@@ -29,7 +29,7 @@ import (
 func main() {
 	nodes := flag.Int("nodes", 8, "number of member processes")
 	sum := flag.Bool("sum", false, "sum instead of average")
-	algo := flag.String("algo", "pfcc", "algorithm")
+	algo := flag.String("algo", "exchange", "algorithm (gossipreduce node --algo)")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

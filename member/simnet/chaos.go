@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/internal/parallel"
 	"github.com/gossipreduce/gossipreduce/member"
@@ -30,7 +31,7 @@ type ChaosConfig struct {
 	Scenarios []string
 	// OpsPerCase is how many operations one group runs in a row (default 3).
 	OpsPerCase int
-	// Algorithm is the algorithm (default "pfcc").
+	// Algorithm is the algorithm (default the library's, "exchange").
 	Algorithm string
 	// Progress, if set, is called after each case with the cases done and
 	// the cases of the batch.
@@ -112,6 +113,18 @@ func Chaos(ctx context.Context, cfg ChaosConfig) (Report, error) {
 	return rep, nil
 }
 
+// faultSpan is how long after an operation's start its faults are drawn:
+// 60 ms for the gossip algorithms, whose fault-free operations of these
+// sizes take 5 to 40 ms; 2 ms for the finite ones, which end in about
+// 0.4 ms (exchange, 16 members) unless a fault stretches them, so that
+// most faults hit an operation under way rather than the quiet between two.
+func faultSpan(algorithm string) time.Duration {
+	if spec, err := algo.Lookup(algorithm); err == nil && spec.Finite {
+		return 2 * time.Millisecond
+	}
+	return 60 * time.Millisecond
+}
+
 // ChaosCase runs one randomized schedule, drawn from seed, over ops
 // operations (0: 3) of one group, and checks each.
 func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case, error) {
@@ -143,6 +156,7 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 	if err != nil {
 		return Case{}, err
 	}
+	span := faultSpan(net.cfg.Algorithm)
 	// A group that cannot decide (no majority connected) gossips at full
 	// speed until its time runs out; 10 Suspect is long enough for every
 	// fault drawn here to be detected and a successor root to decide, and
@@ -158,9 +172,8 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 			inputs[i] = []float64{float64(1 + rng.IntN(1000)), rng.NormFloat64()}
 		}
 		t0 := net.Now()
-		// Faults of this operation, at random moments in its first 60 ms
-		// (a fault-free operation of these sizes takes 5 to 40 ms).
-		at := func() time.Duration { return t0 + time.Duration(rng.Int64N(int64(60*time.Millisecond))) }
+		// Faults of this operation, at random moments in its first span.
+		at := func() time.Duration { return t0 + time.Duration(rng.Int64N(int64(span))) }
 		if has("slow") {
 			j := gossip.NodeID(rng.IntN(n))
 			f := float64(2 + rng.IntN(20))
@@ -183,7 +196,7 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 			j := lowestLive(net, n)
 			// The root decides near the end of the operation: crash it
 			// late, when it may be broadcasting.
-			a := t0 + time.Duration(rng.Int64N(int64(40*time.Millisecond)))
+			a := t0 + time.Duration(rng.Int64N(int64(span*2/3)))
 			net.Crash(j, a)
 			note("op %d: crash root %d at %v", e, j, a-t0)
 		}
@@ -237,7 +250,7 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 				for i := range val {
 					val[i] *= 1 + net.cfg.Epsilon/4*(2*rng.Float64()-1)
 				}
-				net.Inject(forgedResult(n, uint64(e), root, to, val), t0+time.Duration(rng.Int64N(int64(80*time.Millisecond))))
+				net.Inject(forgedResult(n, uint64(e), root, to, val), t0+time.Duration(rng.Int64N(int64(span*4/3))))
 			}
 			note("op %d: %d forged results near the truth", e, k)
 		}
@@ -257,7 +270,7 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 					msg.Payload[len(truth)] = float64(n - 1)
 					words := msg.Payload[len(truth)+1:]
 					words[j/64] = math.Float64frombits(1 << (j % 64))
-					net.Inject(msg, t0+time.Duration(rng.Int64N(int64(60*time.Millisecond))))
+					net.Inject(msg, at())
 				}
 			}
 			note("op %d: forged results leaving member %d out, from %d and %d", e, j, a, b)

@@ -15,7 +15,7 @@ import (
 //	go test -tags chaos -run TestChaosLong -timeout 3h ./member/simnet
 //
 // CHAOS_OPS (default 10000), CHAOS_SEED (default 1) and CHAOS_ALGO
-// (default pfcc) set its size, seed and algorithm; a failing case replays
+// (default exchange) set its size, seed and algorithm; a failing case replays
 // with ChaosCase(seed, nil, 3, algorithm).
 func TestChaosLong(t *testing.T) {
 	ops, seed := 10_000, uint64(1)

@@ -18,7 +18,7 @@ import (
 // not a flaky one.
 func TestMeasureUnderFaults(t *testing.T) {
 	rep, err := Measure(context.Background(), MeasureConfig{
-		Net:  Config{Nodes: 64, Topology: "hypercube", Loss: 0.01, Seed: 11},
+		Net:  Config{Nodes: 64, Topology: "hypercube", Algorithm: "pfcc", Loss: 0.01, Seed: 11},
 		Runs: 3, Crash: 0.05, Slow: 0.1,
 	})
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func TestMeasureUnderFaults(t *testing.T) {
 // Measure must count that as a false death, since it never crashed.
 func TestMeasureCountsFalseDeaths(t *testing.T) {
 	rep, err := Measure(context.Background(), MeasureConfig{
-		Net:  Config{Nodes: 16, Topology: "hypercube", Suspect: 100 * time.Millisecond, Seed: 2},
+		Net:  Config{Nodes: 16, Topology: "hypercube", Algorithm: "pfcc", Suspect: 100 * time.Millisecond, Seed: 2},
 		Slow: 0.07, Pause: 2 * time.Second, Window: time.Millisecond,
 	})
 	require.NoError(t, err)

@@ -30,7 +30,7 @@ type Config struct {
 	Nodes int
 	// Topology is the overlay (topology.Parse); default "complete".
 	Topology string
-	// Algorithm is an algo name; default "pfcc".
+	// Algorithm is an algo name; default the library's, "exchange".
 	Algorithm string
 	// Epsilon is the target accuracy; default 1e-9.
 	Epsilon float64

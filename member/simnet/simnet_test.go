@@ -175,7 +175,7 @@ func campaign(t *testing.T, ops int, seed uint64, algorithm string) {
 // its commit, and now send 0.3 %.
 func TestCompleteMembersGoQuiet(t *testing.T) {
 	const n = 1024
-	net, err := New(Config{Nodes: n, Topology: "hypercube", Seed: 1})
+	net, err := New(Config{Nodes: n, Topology: "hypercube", Algorithm: "pfcc", Seed: 1})
 	require.NoError(t, err)
 	net.Record(true)
 	in := inputs(n)

@@ -24,7 +24,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the tr
 // of etcd-io/raft's datadriven tests: each block is a command, "----" and
 // the output it must print. Commands:
 //
-//	net nodes=N [topology=T] [seed=S] [suspect=D] [loss=P]
+//	net [algo=A] nodes=N [topology=T] [seed=S] [suspect=D] [loss=P]
 //	crash ID at=D | pause ID at=D for=D | slow ID factor=F
 //	exit-on-result ID [keep=K]
 //	partition SIDES at=D [heal=D]   (SIDES: one digit a member, "00110")
@@ -121,7 +121,7 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 	net := *netp
 	switch f[0] {
 	case "net":
-		cfg := Config{Topology: args["topology"]}
+		cfg := Config{Topology: args["topology"], Algorithm: args["algo"]}
 		cfg.Nodes, _ = strconv.Atoi(args["nodes"])
 		if s, ok := args["seed"]; ok {
 			cfg.Seed, _ = strconv.ParseUint(s, 10, 64)
