@@ -182,7 +182,8 @@ func ExampleStartMonitor() {
 		m, err := aggregate.StartMonitor(ctx, tr, aggregate.MonitorConfig{
 			Config:   aggregate.Config{Group: "monitor", ID: gossip.NodeID(id), Nodes: len(queue), Epsilon: 1e-12},
 			Metrics:  []string{"queue_length"},
-			Interval: time.Hour, // aggregate on Refresh only, for the example
+			Integers: []string{"queue_length"}, // whole numbers: the sum is exact
+			Interval: time.Hour,                // aggregate on Refresh only, for the example
 		})
 		if err != nil {
 			fmt.Println(err)
@@ -202,6 +203,6 @@ func ExampleStartMonitor() {
 		return
 	}
 	q := snap.Metrics["queue_length"]
-	fmt.Printf("members %d, sum %.3f, mean %.3f, min %.0f, max %.0f\n", q.Count, q.Sum, q.Mean, q.Min, q.Max)
-	// Output: members 3, sum 18.000, mean 6.000, min 3, max 10
+	fmt.Printf("members %d, sum %v (exact: %v), mean %.3f, min %v, max %v\n", q.Count, q.Sum, q.Exact, q.Mean, q.Min, q.Max)
+	// Output: members 3, sum 18 (exact: true), mean 6.000, min 3, max 10
 }

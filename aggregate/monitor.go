@@ -21,6 +21,12 @@ type MonitorConfig struct {
 	// Metrics are the names of the metrics, the same list in the same order
 	// at every member.
 	Metrics []string
+	// Integers names the metrics among Metrics that take whole values only
+	// (counters, counts, up/down flags): Set and Add refuse a value with a
+	// fraction, and a snapshot's Sum of them is a whole number, exact while
+	// the group's accuracy allows (Summary.Exact). Every member must
+	// declare the same.
+	Integers []string
 	// Interval is how often the group aggregates (default 10s). Aggregations
 	// start on multiples of Interval since the Unix epoch, by each member's
 	// clock, so members whose clocks agree to well within Interval start the
@@ -49,6 +55,16 @@ type Summary struct {
 	// error of about ε·E[x²], which swamps a variance much smaller than the
 	// squared mean.
 	Variance float64
+	// Exact reports that Sum is the exact sum of the members' values: a
+	// metric declared in MonitorConfig.Integers whose sum the group's
+	// accuracy pins to one whole number. The members' values are whole, so
+	// their sum is; when they share a sign (Min ≥ 0 or Max ≤ 0: counters,
+	// counts, flags) the agreed Mean is within ε·|Mean| of theirs
+	// (relative accuracy ε, Config.Epsilon), so Mean·Count is within
+	// ε·|Sum| + 2⁻⁵¹·|Sum| of it, and rounding gives the sum itself while
+	// that bound is below one half (|Sum| below about 5·10⁸ at the default
+	// ε 1e-9). Otherwise Sum is Mean·Count and Exact is false.
+	Exact bool
 }
 
 // Snapshot is one aggregation of every metric.
@@ -82,6 +98,8 @@ type Monitor struct {
 	quit   chan struct{}
 	closed sync.WaitGroup
 
+	integer []bool // per metric: declared in Integers
+
 	mu     sync.Mutex
 	local  []float64
 	latest Snapshot
@@ -104,15 +122,24 @@ func StartMonitor(ctx context.Context, t transport.Transport, cfg MonitorConfig)
 	if cfg.Interval < time.Millisecond || cfg.Timeout <= 0 {
 		return nil, fmt.Errorf("aggregate: %w: interval %v, timeout %v", gossip.ErrInvalidConfig, cfg.Interval, cfg.Timeout)
 	}
-	m := &Monitor{cfg: cfg, index: map[string]int{}, quit: make(chan struct{}), local: make([]float64, len(cfg.Metrics))}
+	m := &Monitor{cfg: cfg, index: map[string]int{}, quit: make(chan struct{}), local: make([]float64, len(cfg.Metrics)),
+		integer: make([]bool, len(cfg.Metrics))}
 	for i, name := range cfg.Metrics {
 		if _, dup := m.index[name]; dup || name == "" {
 			return nil, fmt.Errorf("aggregate: %w: metric %q empty or listed twice", gossip.ErrInvalidConfig, name)
 		}
 		m.index[name] = i
 	}
-	// The metric names are part of what every member must agree on.
-	cfg.Config.hashExtra = "metrics:" + strings.Join(cfg.Metrics, "\x00")
+	for _, name := range cfg.Integers {
+		i, ok := m.index[name]
+		if !ok || m.integer[i] {
+			return nil, fmt.Errorf("aggregate: %w: integer metric %q not among the metrics, or listed twice", gossip.ErrInvalidConfig, name)
+		}
+		m.integer[i] = true
+	}
+	// The metric names, and which are whole, are part of what every member
+	// must agree on.
+	cfg.Config.hashExtra = "metrics:" + strings.Join(cfg.Metrics, "\x00") + "\x01integers:" + strings.Join(cfg.Integers, "\x00")
 	node, err := join(ctx, t, cfg.Config, m.autoJoin)
 	if err != nil {
 		return nil, err
@@ -147,6 +174,9 @@ func (m *Monitor) update(name string, f func(float64) float64) error {
 	v := f(m.local[i])
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return fmt.Errorf("aggregate: metric %q: %w: %v", name, gossip.ErrNotFinite, v)
+	}
+	if m.integer[i] && (v != math.Trunc(v) || math.Abs(v) > 1<<53) {
+		return fmt.Errorf("aggregate: %w: metric %q is declared whole (MonitorConfig.Integers) and cannot take %v", gossip.ErrInvalidConfig, name, v)
 	}
 	m.local[i] = v
 	return nil
@@ -288,9 +318,15 @@ func (m *Monitor) record(epoch uint64, res Result, err error) (Snapshot, error) 
 		Members: m.node.r.Nodes, Absent: slices.Clone(res.Absent), Metrics: make(map[string]Summary, k)}
 	for i, name := range m.cfg.Metrics {
 		mean, sq := res.Value[i], res.Value[k+i]
+		sum := mean * float64(res.Live)
+		exact := false
+		lo, hi := -res.Extremes[k+i], res.Extremes[i]
+		if m.integer[i] && (lo >= 0 || hi <= 0) {
+			sum, exact = wholeSum(sum, m.node.r.Epsilon)
+		}
 		s.Metrics[name] = Summary{
-			Count: res.Live, Mean: mean, Sum: mean * float64(res.Live),
-			Max: res.Extremes[i], Min: -res.Extremes[k+i], Variance: max(sq-mean*mean, 0),
+			Count: res.Live, Mean: mean, Sum: sum, Exact: exact,
+			Max: hi, Min: lo, Variance: max(sq-mean*mean, 0),
 		}
 	}
 	m.mu.Lock()
@@ -302,4 +338,17 @@ func (m *Monitor) record(epoch uint64, res Result, err error) (Snapshot, error) 
 		m.cfg.OnSnapshot(s)
 	}
 	return s, nil
+}
+
+// wholeSum rounds sum = Mean·Count of a whole-valued metric whose values
+// share a sign (so that the mean's relative accuracy eps bounds the sum's)
+// to the whole number it stands for, when eps pins it to one (see
+// Summary.Exact); the product adds one rounding, which 2⁻⁵¹ covers with
+// room to spare.
+func wholeSum(sum, eps float64) (float64, bool) {
+	bound := (eps*(1+eps) + 0x1p-51) * math.Abs(sum)
+	if bound >= 0.5 {
+		return sum, false
+	}
+	return math.Round(sum), true
 }

@@ -36,7 +36,13 @@ import (
 	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
-var metricNames = []string{"requests_total", "latency_ms", "up"}
+// The instance's metrics, named as Prometheus names them: units in the
+// name, _total for a counter. The counter and up are whole numbers, so the
+// group sums them exactly (MonitorConfig.Integers).
+var (
+	metricNames = []string{"requests_total", "latency_seconds", "up"}
+	wholeNames  = []string{"requests_total", "up"}
+)
 
 func main() {
 	member := flag.Int("member", -1, "run as this member (started by the fleet; -1: start a fleet)")
@@ -65,6 +71,7 @@ func runMember(ctx context.Context, id, n int, natsURL, addr string, interval ti
 	mon, err := aggregate.StartMonitor(ctx, tr, aggregate.MonitorConfig{
 		Config:   aggregate.Config{Group: "monitoring-example", ID: gossip.NodeID(id), Nodes: n, Suspect: 500 * time.Millisecond},
 		Metrics:  metricNames,
+		Integers: wholeNames,
 		Interval: interval,
 	})
 	if err != nil {
@@ -78,7 +85,7 @@ func runMember(ctx context.Context, id, n int, natsURL, addr string, interval ti
 		r := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
 		for ctx.Err() == nil {
 			mon.Add("requests_total", float64(1+r.IntN(5)))
-			mon.Set("latency_ms", 10+float64(id)+r.NormFloat64())
+			mon.Set("latency_seconds", (10+float64(id)+r.NormFloat64())/1000)
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
@@ -102,15 +109,35 @@ type collector struct {
 }
 
 var (
-	descLocal   = prometheus.NewDesc("example_local", "This instance's own value of a metric.", []string{"metric"}, nil)
-	descCluster = prometheus.NewDesc("gossipreduce_cluster", "A cluster-wide statistic of a metric over the live instances.", []string{"metric", "stat"}, nil)
-	descLive    = prometheus.NewDesc("gossipreduce_cluster_live", "Instances covered by the latest aggregation.", nil, nil)
-	descEpoch   = prometheus.NewDesc("gossipreduce_cluster_epoch", "The latest aggregation (Unix milliseconds when it was due).", nil, nil)
+	descLocal = map[string]*prometheus.Desc{
+		"requests_total":  prometheus.NewDesc("example_requests_total", "Requests this instance served.", nil, nil),
+		"latency_seconds": prometheus.NewDesc("example_latency_seconds", "This instance's latest request latency.", nil, nil),
+		"up":              prometheus.NewDesc("example_up", "1 while this instance serves.", nil, nil),
+	}
+	// One family per statistic, labelled with the instance metric it
+	// summarises; all are gauges (a cluster-wide sum of counters falls
+	// when an instance leaves).
+	descStat = map[string]*prometheus.Desc{
+		"sum":      prometheus.NewDesc("gossipreduce_cluster_sum", "Sum of a metric over the live instances (exact for whole-valued metrics).", []string{"metric"}, nil),
+		"mean":     prometheus.NewDesc("gossipreduce_cluster_mean", "Mean of a metric over the live instances.", []string{"metric"}, nil),
+		"min":      prometheus.NewDesc("gossipreduce_cluster_min", "Smallest value of a metric among the live instances.", []string{"metric"}, nil),
+		"max":      prometheus.NewDesc("gossipreduce_cluster_max", "Largest value of a metric among the live instances.", []string{"metric"}, nil),
+		"variance": prometheus.NewDesc("gossipreduce_cluster_variance", "Population variance of a metric over the live instances.", []string{"metric"}, nil),
+	}
+	descLive    = prometheus.NewDesc("gossipreduce_cluster_live_instances", "Instances covered by the latest aggregation.", nil, nil)
+	descMembers = prometheus.NewDesc("gossipreduce_cluster_members", "Size of the group the instances are configured for.", nil, nil)
+	descDue     = prometheus.NewDesc("gossipreduce_cluster_last_aggregation_timestamp_seconds", "When the latest aggregation was due, in Unix seconds.", nil, nil)
 	descAge     = prometheus.NewDesc("gossipreduce_cluster_age_seconds", "How long ago the latest aggregation was due.", nil, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLocal, descCluster, descLive, descEpoch, descAge} {
+	for _, d := range descLocal {
+		ch <- d
+	}
+	for _, d := range descStat {
+		ch <- d
+	}
+	for _, d := range []*prometheus.Desc{descLive, descMembers, descDue, descAge} {
 		ch <- d
 	}
 }
@@ -118,7 +145,11 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, name := range metricNames {
 		v, _ := c.mon.Local(name)
-		ch <- prometheus.MustNewConstMetric(descLocal, prometheus.GaugeValue, v, name)
+		typ := prometheus.GaugeValue
+		if strings.HasSuffix(name, "_total") {
+			typ = prometheus.CounterValue
+		}
+		ch <- prometheus.MustNewConstMetric(descLocal[name], typ, v)
 	}
 	s, ok := c.mon.Latest()
 	if !ok {
@@ -127,11 +158,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, name := range metricNames {
 		m := s.Metrics[name]
 		for stat, v := range map[string]float64{"sum": m.Sum, "mean": m.Mean, "min": m.Min, "max": m.Max, "variance": m.Variance} {
-			ch <- prometheus.MustNewConstMetric(descCluster, prometheus.GaugeValue, v, name, stat)
+			ch <- prometheus.MustNewConstMetric(descStat[stat], prometheus.GaugeValue, v, name)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descLive, prometheus.GaugeValue, float64(s.Live))
-	ch <- prometheus.MustNewConstMetric(descEpoch, prometheus.GaugeValue, float64(s.Epoch))
+	ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(s.Members))
+	ch <- prometheus.MustNewConstMetric(descDue, prometheus.GaugeValue, float64(s.Epoch)/1000)
 	ch <- prometheus.MustNewConstMetric(descAge, prometheus.GaugeValue, s.Age(time.Now()).Seconds())
 }
 
@@ -195,7 +227,7 @@ func scrape(url string) {
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "gossipreduce_cluster") && (strings.Contains(line, "requests_total") || strings.Contains(line, "up\"") || !strings.Contains(line, "{")) {
+		if strings.HasPrefix(line, "gossipreduce_cluster") && (strings.Contains(line, "sum{") || !strings.Contains(line, "{")) {
 			fmt.Println("  ", line)
 		}
 	}
