@@ -152,6 +152,12 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 		cfg.Jitter = time.Duration(1+rng.IntN(500)) * time.Microsecond
 		note("jitter %v", cfg.Jitter)
 	}
+	// Odd seeds reduce extremes too (as a Monitor does), decided without a
+	// draw so that every seed keeps the schedule it had before.
+	cfg.Extremes = seed%2 == 1
+	if cfg.Extremes {
+		note("extremes")
+	}
 	net, err := New(cfg)
 	if err != nil {
 		return Case{}, err
@@ -231,7 +237,7 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 				to := gossip.NodeID(rng.IntN(n))
 				root := gossip.NodeID(rng.IntN(n))
 				val := []float64{1e6 * rng.Float64(), rng.NormFloat64()}
-				net.Inject(forgedResult(n, uint64(e), root, to, val), at())
+				net.Inject(forgedResult(n, uint64(e), root, to, val, cfg.Extremes), at())
 			}
 			note("op %d: %d forged results", e, k)
 		}
@@ -250,7 +256,7 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 				for i := range val {
 					val[i] *= 1 + net.cfg.Epsilon/4*(2*rng.Float64()-1)
 				}
-				net.Inject(forgedResult(n, uint64(e), root, to, val), t0+time.Duration(rng.Int64N(int64(span*4/3))))
+				net.Inject(forgedResult(n, uint64(e), root, to, val, cfg.Extremes), t0+time.Duration(rng.Int64N(int64(span*4/3))))
 			}
 			note("op %d: %d forged results near the truth", e, k)
 		}
@@ -266,9 +272,10 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 					if int(from) == to {
 						continue
 					}
-					msg := forgedResult(n, uint64(e), from, gossip.NodeID(to), truth)
-					msg.Payload[len(truth)] = float64(n - 1)
-					words := msg.Payload[len(truth)+1:]
+					msg := forgedResult(n, uint64(e), from, gossip.NodeID(to), truth, cfg.Extremes)
+					live := len(msg.Payload) - (n+63)/64 - 1
+					msg.Payload[live] = float64(n - 1)
+					words := msg.Payload[live+1:]
 					words[j/64] = math.Float64frombits(1 << (j % 64))
 					net.Inject(msg, at())
 				}
@@ -284,6 +291,9 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 			}
 		}
 		c.Violations = append(c.Violations, member.Check(n, uint64(e), inputs, outs, net.cfg.Epsilon)...)
+		if cfg.Extremes {
+			c.Violations = append(c.Violations, member.CheckExtremes(n, uint64(e), inputs, outs)...)
+		}
 		if liveCount(net, n) < 2 {
 			break
 		}
@@ -330,9 +340,14 @@ func liveCount(net *Net, n int) int {
 }
 
 // forgedResult is a result control message of the runtime's shape (values,
+// the same as maxima when the group reduces extremes,
 // live count, empty dead set) that no root computed.
-func forgedResult(n int, epoch uint64, root, to gossip.NodeID, values []float64) gossip.Message {
-	p := append(slices.Clone(values), float64(n))
+func forgedResult(n int, epoch uint64, root, to gossip.NodeID, values []float64, extremes bool) gossip.Message {
+	p := slices.Clone(values)
+	if extremes {
+		p = append(p, values...) // as maxima: plausible ones
+	}
+	p = append(p, float64(n))
 	for range (n + 63) / 64 {
 		p = append(p, math.Float64frombits(0))
 	}
