@@ -49,6 +49,10 @@ type Config struct {
 	// Nodes is the group size N.
 	Nodes int
 	// Topology is the overlay (see topology.Parse). Default "complete".
+	// Exchange, the default algorithm, uses no edges of its own: the
+	// overlay is its fallback's, and the complete overlay means the
+	// binomial graph there, which PFCC converges on for a fraction of the
+	// messages (member.Overlay).
 	Topology string
 	// Algorithm is any name algo.Names lists; the Summary of its
 	// algo.Lookup spec says what each is. Default "exchange": it costs
@@ -182,7 +186,7 @@ func (c Config) resolve() (*resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := topology.Parse(c.Topology, c.Nodes)
+	g, err := member.Overlay(c.Topology, c.Nodes, spec)
 	if err != nil {
 		return nil, err
 	}

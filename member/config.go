@@ -141,3 +141,19 @@ func (d *Defaults) Fill() {
 		d.Suspect = time.Second
 	}
 }
+
+// Overlay returns the overlay a member of a group of n runs gossip on,
+// for the topology asked for (topology.Parse's names) and the algorithm.
+// It is the topology itself, except for a finite algorithm with a
+// fallback (exchange): it uses no edges of its own, only its fallback
+// gossips, and where the complete overlay is asked for (the default) its
+// fallback runs on the binomial graph of the same members, degree about
+// 2·log2 n instead of n−1. PFCC on the complete overlay of 256 members sent
+// 4,279 messages per member beside six busy loops and failed 4 of 20 runs;
+// on the binomial graph, 258 and none (docs/live.md).
+func Overlay(name string, n int, spec algo.Spec) (topology.Graph, error) {
+	if spec.Finite && spec.Fallback != "" && name == "complete" {
+		name = "bmg"
+	}
+	return topology.Parse(name, n)
+}

@@ -135,11 +135,11 @@ func New(cfg Config) (*Net, error) {
 	if !(cfg.Loss >= 0 && cfg.Loss < 1) || !(cfg.Dup >= 0 && cfg.Dup <= 1) {
 		return nil, fmt.Errorf("simnet: %w: loss %v, dup %v", gossip.ErrInvalidConfig, cfg.Loss, cfg.Dup)
 	}
-	g, err := topology.Parse(cfg.Topology, cfg.Nodes)
+	spec, err := algo.Lookup(cfg.Algorithm)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := algo.Lookup(cfg.Algorithm)
+	g, err := member.Overlay(cfg.Topology, cfg.Nodes, spec)
 	if err != nil {
 		return nil, err
 	}
