@@ -227,7 +227,10 @@ func (n *Node) Close() error {
 // still need from it: a message the transport holds for a peer whose
 // session is not yet established (see transport's Stats.Unsent), a step
 // message a partner lost and asks for again, and, with the exchange
-// algorithm, the partials and the result that only finished members hold.
+// algorithm, the partials and the result that only finished members hold;
+// after an operation that ended with ErrGroupMismatch, the word of the
+// disagreement, without which the members that have not heard it decide
+// without the ones that stopped (their silence reads as death).
 // A service that stops after an operation should leave with a deadline of
 // about Config.Suspect (the node command lingers one second). Leave returns
 // Close's error; an operation started meanwhile returns ErrClosed.

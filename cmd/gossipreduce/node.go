@@ -72,7 +72,8 @@ func (c *nodeCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.value, "value", "", "this member's vector, comma separated (required)")
 	fs.BoolVar(&c.sum, "sum", false, "compute the sum instead of the average")
 	fs.DurationVar(&c.linger, "linger", time.Second, "after its result, stay in the group this long before leaving, answering members still at it "+
-		"(a partner that lost a message; with exchange, a member asking for a partial or the result that only finished members hold); 0 leaves at once")
+		"(a partner that lost a message; with exchange, a member asking for a partial or the result that only finished members hold; "+
+		"after a disagreement, the members that have not heard of it); 0 leaves at once")
 }
 
 func (c *nodeCmd) check() error {
@@ -186,6 +187,12 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, cfg aggreg
 		if o.dropCounts.any() {
 			err = fmt.Errorf("%w (messages dropped by the transport: %v)", err, o.dropCounts)
 		}
+		// A member that found the group in disagreement must stay to tell
+		// the members that have not heard yet (its tells to peers whose
+		// session was not established are still queued, and the others ask
+		// it again): gone, it is silence, and they would decide without
+		// the members that stopped.
+		m.stay = errors.Is(err, aggregate.ErrGroupMismatch)
 		return leave, err
 	}
 	root := int(res.Root)
@@ -199,11 +206,12 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, cfg aggreg
 type membership struct {
 	closers []func() error
 	node    *aggregate.Node // once joined
-	stay    bool            // it has a result: linger before leaving
+	stay    bool            // it has a result, or an abort to tell: linger before leaving
 }
 
 // leave leaves the group (aggregate.Node.Leave) within linger (or until
-// ctx ends) if the node has a result, then closes what it holds.
+// ctx ends) if the node has a result or found the group in disagreement,
+// then closes what it holds.
 func (m *membership) leave(ctx context.Context, linger time.Duration) {
 	if m.stay && linger > 0 {
 		lctx, cancel := context.WithTimeout(ctx, linger)

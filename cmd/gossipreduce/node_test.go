@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,4 +193,44 @@ func TestBenchVectors(t *testing.T) {
 	algos := obj["algorithms"].([]any)
 	require.Len(t, algos, 6, "the defaults and ring")
 	assert.Equal(t, "ring", algos[5].(map[string]any)["algo"])
+}
+
+// TestNodeShortVectorFailsEveryMember: one member of 16 passes a vector
+// one component short, the members starting a few milliseconds apart as
+// processes do. Every member must fail with the disagreement; none may
+// return a result that leaves healthy members out. Before the members
+// that found the disagreement stayed (--linger) to tell it, they exited at
+// once: the members that had not heard fell back, declared them dead, and
+// 10 to 12 of 16 returned a result without four or five healthy inputs.
+func TestNodeShortVectorFailsEveryMember(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+	const n, short = 16, 5
+	codes, outs := make([]int, n), make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		value := fmt.Sprintf("%d,%d", i, i)
+		if i == short {
+			value = fmt.Sprint(i)
+		}
+		args := []string{"node", "--nats", srv.ClientURL(), "--group", "short", "--id", fmt.Sprint(i), "--nodes", fmt.Sprint(n),
+			"--value", value, "--timeout", "15s", "--json"}
+		wg.Go(func() {
+			var stdout, stderr bytes.Buffer
+			codes[i] = run(ctx, args, &stdio{Stdout: &stdout, Stderr: &stderr})
+			outs[i] = stdout.String()
+		})
+		time.Sleep(15 * time.Millisecond)
+	}
+	wg.Wait()
+	for i := range n {
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal([]byte(outs[i]), &obj), "member %d: %s", i, outs[i])
+		assert.Equal(t, 1, codes[i], "member %d", i)
+		assert.Nil(t, obj["result"], "member %d returned a result", i)
+		assert.Contains(t, obj["error"], "group members disagree", "member %d", i)
+	}
 }
