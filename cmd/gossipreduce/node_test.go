@@ -16,12 +16,17 @@ import (
 	"github.com/gossipreduce/gossipreduce/transport/natsserver"
 )
 
-func TestNodesAsSeparateClients(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
+// embeddedServer starts a NATS server for the test, shut down with it.
+func embeddedServer(t *testing.T) *natsserver.Server {
+	t.Helper()
+	srv, err := natsserver.StartEmbedded(context.Background(), natsserver.EmbeddedOptions{})
 	require.NoError(t, err)
-	defer srv.Shutdown()
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
+func TestNodesAsSeparateClients(t *testing.T) {
+	srv := embeddedServer(t)
 
 	const n = 3
 	codes, stdouts, stderrs := runNodes(t, n, func(i int) []string {
@@ -205,9 +210,7 @@ func TestBenchVectors(t *testing.T) {
 func TestNodeShortVectorFailsEveryMember(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, err := natsserver.StartEmbedded(ctx, natsserver.EmbeddedOptions{})
-	require.NoError(t, err)
-	defer srv.Shutdown()
+	srv := embeddedServer(t)
 	const n, short = 16, 5
 	codes, outs := make([]int, n), make([]string, n)
 	var wg sync.WaitGroup
