@@ -115,6 +115,10 @@ type Stats struct {
 	// been stalled (starved of CPU, or stopped): its neighbours' silence
 	// over the stall was not held against them.
 	Stalls int
+	// Isolations counts stretches over which this member heard no
+	// neighbour at all (see tickOp), ended by a message: that silence was
+	// not held against the neighbours either.
+	Isolations int
 	// Unconfirmed counts results (distinct payloads) heard from a single
 	// source that this member had not accepted itself: it waits for a
 	// second source before it takes one (see the package documentation).
@@ -478,6 +482,15 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		return // long finished; its result went out then
 	}
 	if _, nb := o.heard[msg.From]; nb && !o.done {
+		if gap := now - o.lastHeard; o.cert != nil && gap > m.r.Suspect/2 {
+			// Back from isolation (see tickOp): the others were as
+			// silent as this one because the network was gone. Keep
+			// their silence before it, not the gap, or the first
+			// neighbour heard again would have every other declared dead
+			// before it could speak.
+			m.forgive(now, gap)
+			m.stats.Isolations++
+		}
 		o.heard[msg.From] = now
 		o.lastHeard = now
 		o.ever[msg.From] = true
@@ -697,6 +710,7 @@ func (m *Machine) Tick(now time.Duration) {
 		// stretch is no evidence against them.
 		if gap := now - m.lastTick; gap > 2*m.r.Tick && m.Active() {
 			m.forgive(now, gap-m.r.Tick)
+			m.stats.Stalls++
 		}
 	}
 	m.lastTick, m.ticked = now, true
@@ -707,9 +721,9 @@ func (m *Machine) Tick(now time.Duration) {
 }
 
 // forgive moves every neighbour's last-heard time forward by d, the time
-// this member itself was stalled, and so its own last send: a member that
-// was not running sent nothing because it was not running, which is no
-// sign that its messages were lost (see tickOp's idle step).
+// this member itself was stalled or cut off, and so its own last send: a
+// member that was not running sent nothing because it was not running,
+// which is no sign that its messages were lost (see tickOp's idle step).
 func (m *Machine) forgive(now, d time.Duration) {
 	o := m.cur
 	for j, t := range o.heard {
@@ -718,7 +732,6 @@ func (m *Machine) forgive(now, d time.Duration) {
 	o.lastHeard += d
 	o.lastSend = min(o.lastSend+d, now)
 	o.progressAt += d
-	m.stats.Stalls++
 }
 
 func (m *Machine) tickOp(now time.Duration) {
@@ -730,7 +743,16 @@ func (m *Machine) tickOp(now time.Duration) {
 	// Suspect despite the probes is declared dead. In this member's first
 	// operation, a neighbour never heard from (the group may still be
 	// starting) gets four times as long.
+	//
+	// Silence from every neighbour at once is this member's own isolation,
+	// as Lifeguard reads it (hashicorp/memberlist): its server frozen with
+	// its connection open, its network gone. A neighbour is declared dead
+	// only while another was heard within Suspect/2; an isolated member
+	// keeps probing and declares nobody. (A member whose every neighbour
+	// did die cannot gossip with anyone either way.) Before this rule a
+	// server stopped for 6 s made every member of 16 exclude every other.
 	if o.cert != nil {
+		isolated := now-o.lastHeard > m.r.Suspect/2
 		for _, j := range sortedKeys(o.heard) {
 			t := o.heard[j]
 			limit := m.r.Suspect
@@ -739,7 +761,7 @@ func (m *Machine) tickOp(now time.Duration) {
 			}
 			quiet := now - t
 			switch {
-			case quiet > limit:
+			case quiet > limit && !isolated:
 				if o.cert.markDead(int(j)) {
 					m.excluded(j)
 				}
