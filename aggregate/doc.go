@@ -137,7 +137,11 @@
 // neighbours the silence of that stretch, and so does one whose endpoint is
 // offline (transport.Endpoint.Online: its NATS server went away and it is
 // reconnecting). A server restart therefore only delays an operation, as
-// long as the members' contexts outlast it.
+// long as the members' contexts outlast it. Nor is the silence of every
+// neighbour at once: a member that hears nobody for Suspect/2 takes itself
+// to be the one cut off (a server frozen with its connections open) and
+// declares nobody dead until it hears someone again, and then forgives
+// the others the same stretch (member.Stats.Isolations).
 //
 // Failures are crash-stop or slowness; a member that was only slow (paused
 // longer than Suspect) and finds itself declared dead returns ErrExcluded,
