@@ -452,7 +452,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		return
 	}
 	if msg.Kind == gossip.KindControl && msg.Epoch == 0 {
-		m.membership(msg)
+		m.membership(now, msg)
 		return
 	}
 	if m.cur == nil || msg.Epoch > m.epoch {
@@ -588,7 +588,7 @@ func settled(m gossip.Machine, tol float64) bool {
 }
 
 // membership handles hello and leave announcements.
-func (m *Machine) membership(msg gossip.Message) {
+func (m *Machine) membership(now time.Duration, msg gossip.Message) {
 	j := int(msg.From)
 	o := m.cur
 	switch msg.Tag {
@@ -600,9 +600,17 @@ func (m *Machine) membership(msg gossip.Message) {
 	case tagLeave:
 		m.absent.set(j)
 		if m.Active() {
-			o.left = append(o.left, msg.From)
+			if !slices.Contains(o.left, msg.From) {
+				o.left = append(o.left, msg.From)
+			}
 			if o.cert != nil && o.cert.markDead(j) {
 				m.excluded(msg.From)
+			}
+			if len(o.left) == m.r.n-1 {
+				// Nobody is left to decide with, or to say what was
+				// decided (a member stopped until the others had their
+				// result and left): waiting for the deadline cannot help.
+				m.GiveUp(now, errEveryoneLeft)
 			}
 		}
 	default:
@@ -1107,6 +1115,9 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 	}
 	m.finish(now, Result{Value: values, Extremes: slices.Clone(ext), Epoch: o.epoch, Live: live, Root: root, Absent: dead.members(m.r.n)}, nil)
 }
+
+// errEveryoneLeft ends an operation in which every other member has left.
+var errEveryoneLeft = errors.New("every other member has left the group")
 
 // Sources of a result other than a member.
 const fromSelf = -1 // this member's own decision

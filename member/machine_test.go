@@ -125,3 +125,30 @@ func TestCheckExtremes(t *testing.T) {
 	failed[0] = member.Outcome{Err: member.ErrNotConverged}
 	assert.Len(t, member.CheckExtremes(3, 1, ext, failed), 2, "an error is not checked: only member 1's two")
 }
+
+// TestEveryoneLeftEndsTheOperation: a member whose every peer announced
+// that it left (they had their result while this one was stopped, and
+// their linger ran out) ends its operation at once with ErrNotConverged,
+// instead of at its deadline; while one peer is still there, it waits.
+func TestEveryoneLeftEndsTheOperation(t *testing.T) {
+	a := newMember(t, 0, 3, true)
+	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+	for _, id := range []int{1, 2} {
+		b := newMember(t, id, 3, true)
+		b.Leave(time.Millisecond)
+		for _, msg := range b.Outbox() {
+			if msg.To == 0 {
+				a.Step(2*time.Millisecond, msg)
+				a.Step(3*time.Millisecond, msg) // a duplicate counts once
+			}
+		}
+		if id == 1 {
+			_, ok := a.TakeOutcome()
+			assert.False(t, ok, "one of two left: the other may still answer")
+		}
+	}
+	out, ok := a.TakeOutcome()
+	require.True(t, ok, "both left: nobody can answer")
+	require.ErrorIs(t, out.Err, member.ErrNotConverged)
+	assert.Contains(t, out.Err.Error(), "every other member has left the group")
+}
