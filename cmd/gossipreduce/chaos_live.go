@@ -117,14 +117,11 @@ func drawCase(cfg liveChaosConfig, cs uint64) *chaosCase {
 	}
 	// Message counts that fall inside an operation: a gossip member sends
 	// hundreds, an exchange member 2·log2 N and a few resends.
-	span := 60
+	span, crashAfter := 60, 5
 	if spec, err := algo.Lookup(cfg.algo); err == nil && spec.Finite {
-		span = 2*bits.Len(uint(c.n-1)) + 2
+		span, crashAfter = 2*bits.Len(uint(c.n-1))+2, 0
 	}
-	c.faults = livegroup.Faults{FlipBit: -1, CrashAfter: 5 + rng.IntN(60)}
-	if span < 60 {
-		c.faults.CrashAfter = rng.IntN(span)
-	}
+	c.faults = livegroup.Faults{FlipBit: -1, CrashAfter: crashAfter + rng.IntN(span)}
 	if has("crash") && c.n > 4 {
 		c.faults.Crash = append(c.faults.Crash, gossip.NodeID(1+rng.IntN(c.n-1)))
 	}
