@@ -34,7 +34,10 @@
 // attachment and an optional MAC). An endpoint drops and counts anything
 // that does not decode (Stats.Malformed) or carries another wire version,
 // configuration hash or addressee (Stats.Foreign); it never delivers such
-// a message. Filtering by epoch is the runtime's job: the machine rejects
+// a message. An endpoint whose Group has a Describe answers a message of
+// another configuration hash with a configuration notice, so that the
+// layer above can tell a misconfigured member why it hears nobody
+// ([Endpoint.Foreign]). Filtering by epoch is the runtime's job: the machine rejects
 // other epochs.
 //
 // # Fragments

@@ -168,7 +168,7 @@ func (t *Memory) publish(from *endpoint, to gossip.NodeID, raw []byte) error {
 		countCrashed(from, raw)
 		return nil
 	case down:
-		if !isHandshake(raw) {
+		if !isTransportOnly(raw) {
 			from.count(cLost)
 		}
 		return nil
@@ -233,7 +233,7 @@ func (t *Memory) arrive(subject string, raw []byte) bool {
 // countCrashed counts raw, which vanished at a crashed node, in e's
 // Stats.Crashed unless it is a handshake message.
 func countCrashed(e *endpoint, raw []byte) {
-	if !isHandshake(raw) && (!isFragment(raw) || firstFragment(raw)) {
+	if !isTransportOnly(raw) && (!isFragment(raw) || firstFragment(raw)) {
 		e.count(cCrashed)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,6 +112,16 @@ type Endpoint interface {
 	// (the node is misconfigured). Close does not set it.
 	Err() error
 
+	// Foreign returns the peers found running another configuration of the
+	// group since the last call, from the configuration notices they sent:
+	// a peer sends one when it drops a message of this endpoint's for its
+	// configuration hash, and answers this endpoint's first notice with
+	// one (see the wire format, "Configuration notices"). Only endpoints
+	// whose Group has a Describe send notices. Each peer is reported again
+	// only when what is known of it changes; at most 1,024 peers are
+	// remembered.
+	Foreign() []ForeignConfig
+
 	// Authenticated reports whether the endpoint's messages carry a MAC
 	// under a group key (Options.Key), so that a message's From is its
 	// sender.
@@ -160,6 +169,7 @@ type Stats struct {
 	Duplicates uint64 // other endpoints found holding the endpoint's node (each once): from the first, Err and Send report ErrDuplicateID
 	Fragments  uint64 // fragments sent: each message longer than the network's frame limit counts once per fragment (see "Fragments")
 	Incomplete uint64 // fragmented messages given up before all their fragments arrived, to keep within [Options.Reassembly]
+	Notices    uint64 // configuration notices sent to peers that sent a message under another configuration hash (see [Endpoint.Foreign])
 }
 
 // Dropped is the number of arrived messages that were not delivered:
@@ -181,6 +191,13 @@ type Group struct {
 	// ConfigHash is carried by every message of the group; messages with
 	// another hash are dropped and counted as foreign.
 	ConfigHash uint64
+	// Describe is the configuration behind ConfigHash in a form the layer
+	// above can compare (package aggregate writes "key=value" lines). When
+	// it is set (at most [MaxNotice] bytes), an endpoint that drops a
+	// message of another configuration answers its sender with a
+	// configuration notice carrying it (see [Endpoint.Foreign]); when it
+	// is empty, no notice is sent.
+	Describe string
 }
 
 // Subject returns the subject node id of the group receives on.
@@ -332,6 +349,7 @@ const (
 	cDuplicates
 	cFragments
 	cIncomplete
+	cNotices
 	numCounters
 )
 
@@ -356,6 +374,7 @@ func (c *counters) snapshot() Stats {
 		Duplicates: c[cDuplicates].Load(),
 		Fragments:  c[cFragments].Load(),
 		Incomplete: c[cIncomplete].Load(),
+		Notices:    c[cNotices].Load(),
 	}
 }
 
@@ -514,6 +533,8 @@ type endpoint struct {
 
 	frag  *fragmenter  // numbers the messages this endpoint sends in fragments
 	reasm *reassembler // the fragmented messages arriving in part
+
+	foreign foreignSet // peers seen running another configuration (notice.go)
 }
 
 // attach sets the hook that stops the arrival of messages. It fails with
@@ -639,11 +660,14 @@ func (e *endpoint) deliver(raw []byte) {
 		return
 	}
 	switch {
-	case h.ConfigHash != e.group.ConfigHash:
-		e.drop(cForeign, "configuration hash "+strconv.FormatUint(h.ConfigHash, 16)+" is not the group's")
-		return
 	case m.To != e.id:
 		e.drop(cForeign, "addressed to node "+m.To.String())
+		return
+	case h.Notice:
+		e.receiveNotice(h, m)
+		return
+	case h.ConfigHash != e.group.ConfigHash:
+		e.dropForeign(h, m)
 		return
 	}
 	if !e.receive(h, m.From) {

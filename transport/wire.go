@@ -23,6 +23,7 @@ import (
 //	2       1          flags: bit 0 = an attachment follows the payload;
 //	                   bit 1 = a MAC ends the message;
 //	                   bit 2 = a handshake message of the transport (below);
+//	                   bit 3 = a configuration notice (below);
 //	                   other bits 0
 //	3       8          group configuration hash (uint64)
 //	11      8          sender incarnation (uint64; 0 only in hand-made messages)
@@ -59,6 +60,21 @@ import (
 // incarnation X of this node": receiver incarnation 0) or a reply to one
 // (receiver incarnation X, from another incarnation of the node); see the
 // package documentation, "Claims".
+//
+// Configuration notices. Flags bit 3 marks a message that crosses
+// configurations: an endpoint that drops a message because its
+// configuration hash is not the group's answers its sender with a notice
+// carrying the receiver's own hash and, as its attachment, the receiver's
+// configuration descriptor ([Group.Describe], at most [MaxNotice] bytes),
+// so that the layer above can say which setting differs. A notice has kind
+// 0, sequence number, epoch, tag and payload length 0, is bound to the
+// incarnation of the sender of the dropped message (receiver incarnation),
+// carries the notifier's own incarnation, and is signed like any other
+// message; it is never delivered to [Endpoint.Messages] (see
+// [Endpoint.Foreign]). The first notice from each peer is answered with
+// one (so that both ends learn how the other is configured), later ones
+// are not, and an endpoint sends at most one notice per peer per answer
+// interval.
 //
 // Incarnations and sequence numbers. Every endpoint draws a random
 // non-zero 64-bit incarnation when it is opened, so that a node reopened
@@ -153,10 +169,15 @@ const (
 	// MinKeyLen is the shortest group key accepted, in bytes (128 bits).
 	MinKeyLen = 16
 
+	// MaxNotice is the largest configuration descriptor a configuration
+	// notice carries, in bytes ([Group.Describe]).
+	MaxNotice = 1024
+
 	flagAttach    = 0x01
 	flagMAC       = 0x02
 	flagHandshake = 0x04
-	knownFlags    = flagAttach | flagMAC | flagHandshake
+	flagNotice    = 0x08
+	knownFlags    = flagAttach | flagMAC | flagHandshake | flagNotice
 
 	wireMagic = 0x9E
 	// fixedHeader is the length of the fixed-width fields: magic, version,
@@ -217,6 +238,16 @@ type Header struct {
 	// never delivered to [Endpoint.Messages].
 	Handshake bool
 
+	// Notice marks a configuration notice (flags bit 3): "I, node From,
+	// run configuration ConfigHash, described by the attachment", sent to
+	// the incarnation PeerIncarnation of node To after dropping a message
+	// of another configuration from it, or to answer its first notice.
+	// Its message carries From, To and an attachment of 1 to [MaxNotice]
+	// bytes (Kind is gossip.KindInvalid, Seq 0), and it is never delivered
+	// to [Endpoint.Messages]; a transport reports it through
+	// [Endpoint.Foreign].
+	Notice bool
+
 	// Signed reports that the message ends with a MAC (flags bit 1). Decode
 	// sets it without checking the MAC, which takes the key: [DecodeSigned]
 	// checks it, and transports with a key drop what fails. Encode never
@@ -254,6 +285,17 @@ func EncodeSigned(dst []byte, h Header, m gossip.Message, key []byte) ([]byte, e
 // checkEncodable reports why h and m cannot be encoded, wrapping
 // [ErrMalformed], or nil.
 func checkEncodable(h Header, m gossip.Message) error {
+	if h.Notice {
+		switch {
+		case h.Handshake:
+			return fmt.Errorf("%w: a message cannot be both a handshake and a notice", ErrMalformed)
+		case m.Kind != gossip.KindInvalid || h.Seq != 0 || m.Epoch != 0 || m.Tag != 0 || len(m.Payload) != 0:
+			return fmt.Errorf("%w: a notice carries only from, to and a descriptor", ErrMalformed)
+		case len(m.Attach) == 0 || len(m.Attach) > MaxNotice:
+			return fmt.Errorf("%w: notice descriptor of %d bytes not in [1, %d]", ErrMalformed, len(m.Attach), MaxNotice)
+		}
+		return nil
+	}
 	if h.Handshake {
 		if m.Kind != gossip.KindInvalid || m.Epoch != 0 || m.Tag != 0 || len(m.Payload) != 0 || len(m.Attach) != 0 {
 			return fmt.Errorf("%w: a handshake message carries only from and to", ErrMalformed)
@@ -282,6 +324,9 @@ func encode(dst []byte, h Header, m gossip.Message, extra byte) ([]byte, error) 
 	}
 	if h.Handshake {
 		flags |= flagHandshake
+	}
+	if h.Notice {
+		flags |= flagNotice
 	}
 	grow := EncodedLen(h, m)
 	if flags&flagMAC != 0 {
@@ -390,11 +435,14 @@ func decode(b []byte) (Header, gossip.Message, error) {
 	h.Incarnation = binary.LittleEndian.Uint64(b[11:19])
 	h.PeerIncarnation = binary.LittleEndian.Uint64(b[19:27])
 	h.Handshake = flags&flagHandshake != 0
+	h.Notice = flags&flagNotice != 0
 	m.Kind = gossip.Kind(b[offKind])
 	switch {
-	case h.Handshake && m.Kind != gossip.KindInvalid:
-		return h, m, fmt.Errorf("%w: handshake message of kind %d, want 0", ErrMalformed, b[offKind])
-	case !h.Handshake && !m.Kind.Valid():
+	case h.Handshake && h.Notice:
+		return h, m, fmt.Errorf("%w: both a handshake and a notice", ErrMalformed)
+	case (h.Handshake || h.Notice) && m.Kind != gossip.KindInvalid:
+		return h, m, fmt.Errorf("%w: handshake or notice of kind %d, want 0", ErrMalformed, b[offKind])
+	case !h.Handshake && !h.Notice && !m.Kind.Valid():
 		return h, m, fmt.Errorf("%w: unknown kind %d", ErrMalformed, b[offKind])
 	}
 	r := reader{b: b[fixedHeader:]}
@@ -409,6 +457,9 @@ func decode(b []byte) (Header, gossip.Message, error) {
 	}
 	if h.Handshake && (m.Epoch != 0 || m.Tag != 0 || n != 0 || flags&flagAttach != 0) {
 		return h, m, fmt.Errorf("%w: a handshake message carries only from and to", ErrMalformed)
+	}
+	if h.Notice && (h.Seq != 0 || m.Epoch != 0 || m.Tag != 0 || n != 0 || flags&flagAttach == 0) {
+		return h, m, fmt.Errorf("%w: a notice carries only from, to and a descriptor", ErrMalformed)
 	}
 	if from > math.MaxUint32 || to > math.MaxUint32 {
 		return h, m, fmt.Errorf("%w: node id out of range (from %d, to %d)", ErrMalformed, from, to)
@@ -429,6 +480,8 @@ func decode(b []byte) (Header, gossip.Message, error) {
 			return h, m, r.err
 		case a == 0 || a > MaxAttach:
 			return h, m, fmt.Errorf("%w: attachment length %d not in [1, %d]", ErrMalformed, a, MaxAttach)
+		case h.Notice && a > MaxNotice:
+			return h, m, fmt.Errorf("%w: notice descriptor of %d bytes exceeds %d", ErrMalformed, a, MaxNotice)
 		case uint64(len(r.b)) != a:
 			return h, m, fmt.Errorf("%w: attachment of %d bytes, have %d", ErrMalformed, a, len(r.b))
 		}
@@ -445,10 +498,12 @@ func decode(b []byte) (Header, gossip.Message, error) {
 	return h, m, nil
 }
 
-// isHandshake reports whether raw looks like a handshake message of this
-// wire version, from its flags alone (nothing else is checked).
-func isHandshake(raw []byte) bool {
-	return len(raw) > 2 && raw[0] == wireMagic && raw[1] == WireVersion && raw[2]&flagHandshake != 0
+// isTransportOnly reports whether raw looks like a message the transports
+// exchange among themselves (a handshake message or a configuration
+// notice) of this wire version, from its flags alone (nothing else is
+// checked).
+func isTransportOnly(raw []byte) bool {
+	return len(raw) > 2 && raw[0] == wireMagic && raw[1] == WireVersion && raw[2]&(flagHandshake|flagNotice) != 0
 }
 
 // macKey computes and checks the MACs of one group key. Its HMAC states

@@ -29,11 +29,21 @@ func kinds() []gossip.Kind {
 // randomMessage draws a header and message whose fields span their whole
 // ranges and whose payload words are arbitrary bit patterns (NaNs with
 // payloads, infinities, subnormals, negative zero all occur). One in eight
-// is a handshake message, which carries only From and To.
+// is a handshake message, which carries only From and To, and one in
+// sixteen a configuration notice, which carries only From, To and a
+// descriptor.
 func randomMessage(rng *rand.Rand) (transport.Header, gossip.Message) {
 	ks := kinds()
 	wide := func() uint64 { return rng.Uint64() >> rng.UintN(64) } // every varint length
 	h := transport.Header{ConfigHash: rng.Uint64(), Incarnation: rng.Uint64(), PeerIncarnation: rng.Uint64(), Seq: wide()}
+	if rng.IntN(16) == 0 {
+		h.Notice, h.Seq = true, 0
+		d := make([]byte, 1+rng.IntN(transport.MaxNotice))
+		for i := range d {
+			d[i] = byte(rng.Uint32())
+		}
+		return h, gossip.Message{From: gossip.NodeID(wide()), To: gossip.NodeID(wide()), Attach: d}
+	}
 	if rng.IntN(8) == 0 {
 		h.Handshake = true
 		if rng.IntN(2) == 0 {
@@ -187,6 +197,29 @@ func TestEncodeRejects(t *testing.T) {
 	}
 	_, err = transport.Encode(nil, hs, gossip.Message{From: 1, To: 2})
 	require.NoError(t, err)
+
+	// A notice carries only From, To and a descriptor of 1 to MaxNotice
+	// bytes, and is not a handshake.
+	nh := transport.Header{Notice: true}
+	d := []byte("nodes=8")
+	for name, c := range map[string]struct {
+		h transport.Header
+		m gossip.Message
+	}{
+		"kind":          {nh, gossip.Message{Kind: gossip.KindPush, Attach: d}},
+		"seq":           {transport.Header{Notice: true, Seq: 1}, gossip.Message{Attach: d}},
+		"epoch":         {nh, gossip.Message{Epoch: 1, Attach: d}},
+		"tag":           {nh, gossip.Message{Tag: 1, Attach: d}},
+		"payload":       {nh, gossip.Message{Payload: []float64{1}, Attach: d}},
+		"no descriptor": {nh, gossip.Message{}},
+		"long":          {nh, gossip.Message{Attach: make([]byte, transport.MaxNotice+1)}},
+		"handshake":     {transport.Header{Notice: true, Handshake: true}, gossip.Message{Attach: d}},
+	} {
+		_, err := transport.Encode(nil, c.h, c.m)
+		require.ErrorIs(t, err, transport.ErrMalformed, name)
+	}
+	_, err = transport.Encode(nil, nh, gossip.Message{From: 1, To: 2, Attach: make([]byte, transport.MaxNotice)})
+	require.NoError(t, err)
 }
 
 // valid returns the encoding of a small message, with n payload words.
@@ -209,6 +242,15 @@ const offKind = 27
 func withVarints(tail ...byte) []byte {
 	b := []byte{0x9E, 2, 0, 42, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, byte(gossip.KindPush)}
 	return append(b, tail...)
+}
+
+// notice builds a configuration notice (flags bits 3 and 0, kind 0) with
+// the given raw bytes after the fixed header.
+func notice(tail ...byte) []byte {
+	b := withVarints(tail...)
+	b[2] = 8 | 1
+	b[offKind] = 0
+	return b
 }
 
 // handshake builds a handshake message (flags bit 2, kind 0) with the
@@ -238,7 +280,14 @@ func TestDecodeRejects(t *testing.T) {
 		{"version 1", flip(1, 1), transport.ErrVersion},
 		{"version 3", flip(1, 3), transport.ErrVersion},
 		{"flags", flip(2, 1), transport.ErrMalformed},
-		{"flag 3", flip(2, 8), transport.ErrMalformed},
+		{"flag 4", flip(2, 16), transport.ErrMalformed},
+		{"notice of kind push", flip(2, 8|1), transport.ErrMalformed},
+		{"notice and handshake", func() []byte { b := notice(0, 1, 1, 0, 0, 0, 1, 'a'); b[2] |= 4; return b }(), transport.ErrMalformed},
+		{"notice with seq", notice(1, 1, 1, 0, 0, 0, 1, 'a'), transport.ErrMalformed},
+		{"notice with epoch", notice(0, 1, 1, 1, 0, 0, 1, 'a'), transport.ErrMalformed},
+		{"notice with payload", notice(0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 'a'), transport.ErrMalformed},
+		{"notice without descriptor", func() []byte { b := notice(0, 1, 1, 0, 0, 0); b[2] = 8; return b }(), transport.ErrMalformed},
+		{"notice descriptor too long", append(notice(0, 1, 1, 0, 0, 0, 0x81, 0x08), make([]byte, transport.MaxNotice+1)...), transport.ErrMalformed},
 		{"kind 0", flip(offKind, 0), transport.ErrMalformed},
 		{"kind unknown", flip(offKind, 99), transport.ErrMalformed},
 		{"trailing byte", append(append([]byte(nil), good...), 0), transport.ErrMalformed},
@@ -262,9 +311,14 @@ func TestDecodeRejects(t *testing.T) {
 			require.ErrorIs(t, err, c.want)
 		})
 	}
-	// The well-formed handshake message these were made from decodes.
+	// The well-formed handshake message and notice these were made from
+	// decode.
 	_, _, err := transport.Decode(handshake(1, 1, 1, 0, 0, 0))
 	require.NoError(t, err)
+	h, m, err := transport.Decode(notice(0, 1, 1, 0, 0, 0, 1, 'a'))
+	require.NoError(t, err)
+	require.True(t, h.Notice)
+	require.Equal(t, []byte("a"), m.Attach)
 	// Every strict prefix of a valid message is malformed (or, for the
 	// one-byte prefix, has no version yet).
 	for i := range len(good) {

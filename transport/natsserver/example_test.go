@@ -51,7 +51,7 @@ func ExampleStartEmbedded() {
 	srv.Shutdown()
 	// Output:
 	// gossipreduce.demo.1 push 0->1 epoch=1 tag=0 [21 0.5]
-	// {Sent:1 Received:1 Lost:0 Crashed:0 Malformed:0 Foreign:0 Forged:0 Replayed:0 Overflow:0 Unsent:0 Probes:1 Answers:1 Sessions:2 Claims:2 Duplicates:0 Fragments:0 Incomplete:0}
+	// {Sent:1 Received:1 Lost:0 Crashed:0 Malformed:0 Foreign:0 Forged:0 Replayed:0 Overflow:0 Unsent:0 Probes:1 Answers:1 Sessions:2 Claims:2 Duplicates:0 Fragments:0 Incomplete:0 Notices:0}
 }
 
 // A client given every URL of a cluster moves to another server when its
