@@ -38,7 +38,10 @@ var (
 // Config describes one member of a group. Every member must use the same
 // Group, Nodes, Topology, Algorithm, Epsilon and Tau: they are hashed into
 // every message, and members configured differently never exchange a
-// message (each side counts the other's as foreign).
+// message (each side counts the other's as foreign). A member configured
+// differently from most of its group fails its operations at once with
+// ErrGroupMismatch naming the setting (see the package documentation,
+// "Errors").
 type Config struct {
 	// Group names the group; it is a NATS subject token. Required.
 	Group string

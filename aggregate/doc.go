@@ -153,9 +153,16 @@
 //
 // Bad input (NaN or Inf, an empty vector) is refused before anything is
 // sent. Members that disagree on the vector length end the operation with
-// ErrGroupMismatch and tell the others; members configured differently
-// never exchange a message (the configuration hash differs), and their
-// operations end with ErrNotConverged wrapping ErrGroupMismatch. When the
+// ErrGroupMismatch and tell the others. Members configured differently
+// never exchange a message (the configuration hash differs), but their
+// transports tell each other how they are configured (configuration
+// notices, transport.Endpoint.Foreign): a member that at least min(3, N−1)
+// others say run another configuration, more than it has heard from under
+// its own, is the odd one out and fails every operation at once with
+// ErrGroupMismatch, naming the setting ("… run a configuration with
+// nodes=8 where this member has nodes=9"); the others stop waiting for it,
+// as for a member that left, and their results name it absent. In a group
+// split evenly every member fails. When the
 // context ends first, the operation returns ErrNotConverged with this
 // member's own estimate, which the others do not share. Foreign and
 // malformed messages are dropped and counted (Stats, and transport.Stats).

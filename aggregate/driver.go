@@ -124,9 +124,18 @@ func (d *driver) drain() {
 
 func (d *driver) begin(rq *request) {
 	d.rq = rq
+	d.foreign()
 	if err := d.m.Begin(d.now(), member.Op{Epoch: rq.req.Epoch, Values: rq.req.Values, Extremes: rq.req.Extremes, Sum: rq.sum, Idle: d.n.r.opIdle(len(rq.req.Values))}); err != nil {
 		d.rq = nil
 		rq.done(Result{}, err)
+	}
+}
+
+// foreign hands the machine the peers the endpoint found running another
+// configuration of the group (see member.Machine.Foreign).
+func (d *driver) foreign() {
+	for _, f := range d.n.ep.Foreign() {
+		d.m.Foreign(d.now(), f.From, d.n.r.foreignWhy(f))
 	}
 }
 
@@ -148,6 +157,7 @@ func (d *driver) autoStart() {
 // its caller, publishes the counts and arms the timer for the machine's
 // next wish.
 func (d *driver) flush() {
+	d.foreign()
 	for _, msg := range d.m.Outbox() {
 		if err := d.n.ep.Send(context.Background(), msg); err != nil {
 			d.n.log.Debug("send failed", "to", msg.To, "err", err)

@@ -253,14 +253,67 @@ func TestMismatchedVectorLengths(t *testing.T) {
 	}
 }
 
+// TestMismatchedConfigurations checks that members configured differently
+// learn it from the notices their transports exchange and fail with an
+// error that names the setting, long before their deadline: in a group
+// of two neither can tell which is wrong, so both fail.
 func TestMismatchedConfigurations(t *testing.T) {
 	tr := memory(t, 0, 1)
 	a := joinOne(t, tr, aggregate.Config{Group: "cfg", ID: 0, Nodes: 2, Epsilon: 1e-9, Suspect: 50 * time.Millisecond})
 	b := joinOne(t, tr, aggregate.Config{Group: "cfg", ID: 1, Nodes: 2, Epsilon: 1e-6, Suspect: 50 * time.Millisecond})
-	errs := averageAll(timeout(t, time.Second), []*aggregate.Node{a, b}, [][]float64{{1}, {2}}).Errs
-	for _, err := range errs {
-		assert.ErrorIs(t, err, aggregate.ErrNotConverged)
-		assert.ErrorIs(t, err, aggregate.ErrGroupMismatch)
+	errs := averageAll(timeout(t, 20*time.Second), []*aggregate.Node{a, b}, [][]float64{{1}, {2}}).Errs
+	for i, err := range errs {
+		require.ErrorIs(t, err, aggregate.ErrGroupMismatch, "member %d", i)
+		assert.NotErrorIs(t, err, context.DeadlineExceeded, "member %d", i)
+		assert.Contains(t, err.Error(), "epsilon=", "member %d names the setting", i)
+	}
+}
+
+// TestMisconfiguredMemberFailsFast starts one member of eight with another
+// group size (then another overlay): it alone fails, with an error naming
+// the setting, and not at its deadline; the seven others do not wait for
+// it and return the same result, which names it absent.
+func TestMisconfiguredMemberFailsFast(t *testing.T) {
+	for name, c := range map[string]struct {
+		odd  aggregate.Config
+		want string
+	}{
+		"nodes":   {aggregate.Config{Nodes: 9}, "nodes=8 where this member has nodes=9"},
+		"overlay": {aggregate.Config{Nodes: 8, Topology: "hypercube"}, "overlay=bmg where this member has overlay=hypercube"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := memory(t, 0, 1)
+			base := aggregate.Config{Group: "odd", Nodes: 8, Epsilon: 1e-9}
+			nodes := make([]*aggregate.Node, 8)
+			for i := range 7 {
+				cfg := base
+				cfg.ID = gossip.NodeID(i)
+				nodes[i] = joinOne(t, tr, cfg)
+			}
+			odd := c.odd
+			odd.Group, odd.ID, odd.Epsilon = base.Group, 7, base.Epsilon
+			nodes[7] = joinOne(t, tr, odd)
+			inputs := gossiptest.Inputs(8, 3, 1)
+			for op := range 2 {
+				o := averageAll(timeout(t, 20*time.Second), nodes, inputs)
+				err := o.Errs[7]
+				require.ErrorIs(t, err, aggregate.ErrGroupMismatch, "operation %d", op)
+				assert.NotErrorIs(t, err, context.DeadlineExceeded, "operation %d: the odd member fails fast", op)
+				assert.Contains(t, err.Error(), c.want, "operation %d", op)
+				for i := range 7 {
+					require.NoError(t, o.Errs[i], "operation %d, member %d", op, i)
+					assert.Equal(t, o.Results[0].Value, o.Results[i].Value, "operation %d, member %d", op, i)
+					assert.Equal(t, []gossip.NodeID{7}, o.Results[i].Absent, "operation %d, member %d", op, i)
+				}
+				for k, v := range o.Results[0].Value {
+					want := 0.0
+					for _, in := range inputs[:7] {
+						want += in[k] / 7
+					}
+					assert.InEpsilon(t, want, v, 1e-8, "operation %d, component %d", op, k)
+				}
+			}
+		})
 	}
 }
 

@@ -76,7 +76,7 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 	if t == nil {
 		return nil, fmt.Errorf("aggregate: %w: no transport", gossip.ErrInvalidConfig)
 	}
-	ep, err := t.Open(ctx, transport.Group{Prefix: cfg.Prefix, Name: cfg.Group, ConfigHash: r.hash}, cfg.ID)
+	ep, err := t.Open(ctx, transport.Group{Prefix: cfg.Prefix, Name: cfg.Group, ConfigHash: r.hash, Describe: r.describe()}, cfg.ID)
 	if err != nil {
 		return nil, fmt.Errorf("join %s as %d: %w", cfg.Group, cfg.ID, err)
 	}

@@ -126,6 +126,9 @@ type Stats struct {
 	// Fallbacks counts operations this member handed from a finite
 	// algorithm to its fallback (see fallback.go).
 	Fallbacks int
+	// Foreign counts members found running another configuration of the
+	// group (see Machine.Foreign).
+	Foreign int
 }
 
 // op is one operation: under way, or finished and kept for a while to
@@ -183,6 +186,9 @@ type Machine struct {
 	cur      *op
 	finished []*op  // the last few finished operations, newest last
 	absent   bitset // members not counted from the start of the next operation
+	agreed   bitset // members heard from under this member's configuration, and not found foreign since
+	foreign  bitset // members found running another configuration (nil until the first; see Foreign)
+	why      map[gossip.NodeID]string
 	future   []gossip.Message
 	est      []float64
 	peer     peerCert
@@ -209,7 +215,7 @@ func New(cfg Config) (*Machine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("result broadcast: %w", err)
 	}
-	return &Machine{r: r, log: r.Logger.With("node", r.ID), bnode: bn, absent: newBitset(r.n)}, nil
+	return &Machine{r: r, log: r.Logger.With("node", r.ID), bnode: bn, absent: newBitset(r.n), agreed: newBitset(r.n)}, nil
 }
 
 // ID returns the member's id.
@@ -355,6 +361,9 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 		heard: map[gossip.NodeID]time.Duration{}, ever: map[gossip.NodeID]bool{},
 		pinged: map[gossip.NodeID]time.Duration{}, told: map[gossip.NodeID]time.Duration{}}
 	m.cur = o
+	if err == nil {
+		err = m.misconfigured()
+	}
 	if err != nil {
 		m.finish(now, Result{}, err)
 		return nil
@@ -450,6 +459,10 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 	if int64(msg.From) >= int64(m.r.n) || msg.From == m.r.ID || msg.To != m.r.ID {
 		m.reject("address", msg, gossip.ErrForeignMessage)
 		return
+	}
+	m.agreed.set(int(msg.From))
+	if m.foreign != nil {
+		m.foreign.clear1(int(msg.From))
 	}
 	if msg.Kind == gossip.KindControl && msg.Epoch == 0 {
 		m.membership(now, msg)
