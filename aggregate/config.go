@@ -108,6 +108,18 @@ type Config struct {
 	Injector func(epoch uint64) gossip.Injector
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
+	// Founding says that this member joins a group that starts now, with
+	// every other member new to it too (as the run command and tests
+	// start a whole group in one process): Join then does not announce
+	// the member to the others. The announcement tells members that left
+	// this one out of an earlier result to count it again, and costs a
+	// session with every other member: with N members in one process, N²
+	// handshakes (3,000 members did not finish joining in a minute). A
+	// member that joins a group that has already run an operation must
+	// leave it false; if it does not, the others leave it out of their
+	// next operation, it is told it was excluded, announces itself then,
+	// and is counted from the operation after.
+	Founding bool
 
 	// hashExtra is more that members must agree on (a Monitor's metrics).
 	hashExtra string

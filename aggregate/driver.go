@@ -51,7 +51,11 @@ func (d *driver) loop() {
 		}
 		select {
 		case <-d.n.quit:
-			d.m.Leave(d.now())
+			if d.n.silent.Load() {
+				d.m.Fail(d.now(), member.ErrClosed) // see Node.Stop
+			} else {
+				d.m.Leave(d.now())
+			}
 			d.flush()
 			return
 		case rq := <-reqs:

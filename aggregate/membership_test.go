@@ -286,3 +286,36 @@ func TestJoinHonoursItsContextWhileAnnouncing(t *testing.T) {
 	assert.Contains(t, err.Error(), "announcing")
 	assert.Equal(t, 10, sent, "no message after the deadline")
 }
+
+// TestFoundingAndStopStaySilent checks the two ways a whole group in one
+// process avoids N² announcements: founding members do not announce
+// themselves when they join, and members stopped together do not announce
+// that they leave; an ordinary Join and Close do.
+func TestFoundingAndStopStaySilent(t *testing.T) {
+	const n = 4
+	join := func(tr *transport.Memory, founding bool) []*aggregate.Node {
+		nodes := make([]*aggregate.Node, n)
+		for i := range nodes {
+			nodes[i] = joinOne(t, tr, aggregate.Config{Group: "quiet", ID: gossip.NodeID(i), Nodes: n, Epsilon: 1e-9, Founding: founding})
+		}
+		return nodes
+	}
+	loud := memory(t, 0, 1)
+	join(loud, false)
+	assert.Positive(t, loud.Stats().Sent+loud.Stats().Probes, "ordinary members announce themselves")
+
+	tr := memory(t, 0, 1)
+	nodes := join(tr, true)
+	assert.Zero(t, tr.Stats().Sent+tr.Stats().Probes, "founding members do not")
+	o := averageAll(timeout(t, 20*time.Second), nodes, gossiptest.Inputs(n, 1, 3))
+	for i, err := range o.Errs {
+		require.NoError(t, err, "member %d", i)
+		assert.Equal(t, n, o.Results[i].Live)
+	}
+
+	before := tr.Stats()
+	require.NoError(t, nodes[3].Stop())
+	assert.Equal(t, before.Sent+before.Probes+before.Unsent, tr.Stats().Sent+tr.Stats().Probes+tr.Stats().Unsent, "Stop tells nobody")
+	require.NoError(t, nodes[2].Close())
+	assert.Greater(t, tr.Stats().Sent+tr.Stats().Probes+tr.Stats().Unsent, before.Sent+before.Probes+before.Unsent, "Close tells the others")
+}

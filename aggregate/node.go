@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/member"
@@ -24,6 +25,7 @@ type Node struct {
 	quit   chan struct{}
 	exited chan struct{}
 	once   sync.Once
+	silent atomic.Bool // set by Stop: leave without telling the others
 	// autoJoin, if set, makes the member take part in an operation another
 	// member started (package Monitor uses it): it returns the request for
 	// that epoch, or nil to leave it be.
@@ -97,8 +99,11 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 	}
 	// The announcement goes to every other member, a session opened for
 	// each: with thousands of members it takes long, and the caller's
-	// deadline bounds it as it bounds the rest of Join.
-	mm.Announce()
+	// deadline bounds it as it bounds the rest of Join. A founding member
+	// has nobody to announce itself to (see Config.Founding).
+	if !cfg.Founding {
+		mm.Announce()
+	}
 	for _, msg := range mm.Outbox() {
 		err := ep.Send(ctx, msg)
 		if err != nil && ctx.Err() != nil {
@@ -219,6 +224,17 @@ func (n *Node) Close() error {
 		err = n.ep.Close()
 	})
 	return err
+}
+
+// Stop closes the node as Close does, but without telling the other
+// members that it leaves: for a caller that stops every member of a group
+// at once (a test, or the run command), where the announcements would
+// only cost a session with every other member each (with N members in one
+// process, N² handshakes). A member stopped while others go on is
+// excluded by them once it has been silent for Suspect.
+func (n *Node) Stop() error {
+	n.silent.Store(true)
+	return n.Close()
 }
 
 // Leave leaves the group gracefully: it stays a member, answering the

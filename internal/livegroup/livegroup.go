@@ -53,8 +53,9 @@ type Group struct {
 	flippers []sdc.Injector // every flip injector, to count their flips
 }
 
-// Join joins members 0 … n−1 of a group over tr, each with tmpl (ID and
-// Nodes filled in) and the injectors f asks for. It fails with the first
+// Join joins members 0 … n−1 of a new group over tr, each with tmpl (ID
+// and Nodes filled in, and Founding set: they start the group together)
+// and the injectors f asks for. It fails with the first
 // member's error if any fails to join within ctx, and then closes those
 // that did.
 func Join(ctx context.Context, tr transport.Transport, tmpl aggregate.Config, n int, f Faults) (*Group, error) {
@@ -65,7 +66,7 @@ func Join(ctx context.Context, tr transport.Transport, tmpl aggregate.Config, n 
 	cfgs := make([]aggregate.Config, n)
 	for i := range cfgs {
 		cfg := tmpl
-		cfg.ID, cfg.Nodes = gossip.NodeID(i), n
+		cfg.ID, cfg.Nodes, cfg.Founding = gossip.NodeID(i), n, true
 		var injs injectors
 		if g.crashing[cfg.ID] {
 			kill := f.Kill
@@ -138,13 +139,18 @@ func (g *Group) Average(ctx context.Context, inputs [][]float64) *Outcome {
 	return o
 }
 
-// Close closes every member.
+// Close stops every member (Node.Stop: they leave together, so none
+// tells the others).
 func (g *Group) Close() {
-	for _, nd := range g.Nodes {
-		if nd != nil {
-			nd.Close()
+	// Several at a time: closing an endpoint waits for its member's
+	// goroutine and unsubscribes, and one after the other 10,000 members
+	// took 14 s to close.
+	parallel.For(context.Background(), len(g.Nodes), JoinWorkers, func(_ context.Context, i int) error {
+		if nd := g.Nodes[i]; nd != nil {
+			nd.Stop() // all at once: nobody is left to tell
 		}
-	}
+		return nil
+	}, nil)
 }
 
 // Run joins len(inputs) members of a fresh group over tr, runs one Average
