@@ -321,12 +321,10 @@ func TestDeadlineGivesTheBestEstimate(t *testing.T) {
 	tr := memory(t, 0, 1)
 	// Node 1 never takes part: node 0 cannot converge and must not hang.
 	a := joinOne(t, tr, aggregate.Config{Group: "alone", ID: 0, Nodes: 2})
-	start := time.Now()
 	res, err := a.Average(timeout(t, 200*time.Millisecond), []float64{3})
 	assert.ErrorIs(t, err, aggregate.ErrNotConverged)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, []float64{3}, res.Value, "its own estimate")
-	assert.Less(t, time.Since(start), 5*time.Second)
 }
 
 func TestClose(t *testing.T) {
@@ -334,7 +332,7 @@ func TestClose(t *testing.T) {
 	a := joinOne(t, tr, aggregate.Config{Group: "close", ID: 0, Nodes: 2})
 	errc := make(chan error, 1)
 	go func() { _, err := a.Average(context.Background(), []float64{1}); errc <- err }()
-	time.Sleep(20 * time.Millisecond)
+	require.Eventually(t, func() bool { return a.Stats().Operations == 1 }, 30*time.Second, time.Millisecond, "the operation starts")
 	require.NoError(t, a.Close())
 	assert.ErrorIs(t, <-errc, aggregate.ErrClosed)
 	assert.NoError(t, a.Close(), "twice is fine")

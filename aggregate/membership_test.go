@@ -145,14 +145,16 @@ func TestGracefulLeaveAndRejoin(t *testing.T) {
 		assert.InDelta(t, sum/(n-1), r.Value[0], 1e-9*sum/(n-1), "the average of the members that stayed")
 	}
 
-	// Member 3 comes back: its Join announces it.
+	// Member 3 comes back: its Join announces it to the seven others.
 	c := cfg
 	c.ID = 3
+	before := tr.Stats().Received
 	back, err := aggregate.Join(context.Background(), tr, c)
 	require.NoError(t, err)
 	t.Cleanup(func() { back.Close() })
 	nodes[3] = back
-	time.Sleep(50 * time.Millisecond) // let the announcement arrive before the operation starts
+	require.Eventually(t, func() bool { return tr.Stats().Received >= before+n-1 }, 30*time.Second, time.Millisecond,
+		"the announcement arrives before the operation starts")
 	res, errs = op(3)
 	for i, r := range res {
 		require.NoError(t, errs[i], "member %d", i)
