@@ -133,7 +133,7 @@ type Machine struct {
 	yHash uint64    // hashWords(y), to tell a flipped state
 
 	next    int         // index into plan of the step under way
-	sent    [][]float64 // per step: what this node sent (a partial, or a vouch), nil before
+	sent    [][]float64 // per step: what this node sent (a vouch, the fold-out), sentPartial for a partial of the first pass (see sentPayload), nil before
 	got     [][]float64 // per step: the partner's verified partial or vouch, nil before
 	jump    []float64   // the result, taken from another node instead of the steps left
 	started bool
@@ -310,7 +310,7 @@ func (m *Machine) resend(out []gossip.Message) []gossip.Message {
 	m.tries++
 	m.cnt.Resends++
 	if p := m.sent[m.next]; p != nil && s.SendTo == s.RecvFrom && tag == s.Tag {
-		return append(out, m.message(to, tag|flagAsk, p))
+		return append(out, m.message(to, tag|flagAsk, m.sentPayload(m.next)))
 	}
 	return append(out, m.message(to, tag|flagAsk|flagEmpty, nil))
 }
@@ -453,7 +453,7 @@ func (m *Machine) answer(out []gossip.Message, idx int, tag uint64, from int) []
 		return append(out, m.message(from, tag, m.y))
 	case tag != rdb.TagFoldOut && m.sent[idx] != nil:
 		m.cnt.Answers++
-		return append(out, m.message(from, tag, m.sent[idx]))
+		return append(out, m.message(from, tag, m.sentPayload(idx)))
 	}
 	return out
 }
@@ -517,13 +517,18 @@ func (m *Machine) advance(out []gossip.Message) []gossip.Message {
 			switch {
 			case s.Tag&flagVouch != 0:
 				m.sent[m.next] = []float64{float64(m.rHash >> 32), float64(m.rHash & 0xffffffff), float64(m.vouched)}
-			case s.Tag == rdb.TagFoldOut:
-				tag |= flagChosen
-				fallthrough
-			default:
+			case s.Tag == rdb.TagFoldOut, m.jump != nil:
+				if s.Tag == rdb.TagFoldOut {
+					tag |= flagChosen
+				}
 				m.sent[m.next] = append([]float64(nil), m.y...)
+			default:
+				// The state as it is now, after check, is what the input
+				// and the partials received so far rebuild: keep a mark,
+				// not a copy of the vector (see sentPayload).
+				m.sent[m.next] = sentPartial
 			}
-			out = append(out, m.message(s.SendTo, tag, m.sent[m.next]))
+			out = append(out, m.message(s.SendTo, tag, m.sentPayload(m.next)))
 		}
 		if s.RecvFrom >= 0 {
 			got := m.got[m.next]
@@ -594,6 +599,33 @@ func (m *Machine) check() {
 		}
 	}
 	m.yHash = hashWords(m.y)
+}
+
+// sentPartial marks a partial of the first pass this node sent, which it
+// does not keep (a vector per step; 16 members of a million components
+// kept 512 MB of them): sentPayload rebuilds it.
+var sentPartial = []float64{}
+
+// sentPayload returns what this node sent in step i: what it kept, or, for
+// a partial of the first pass, the state it sent then, rebuilt from the
+// input and the partials of the steps before i in the order check applies
+// them, which gives the same bits (the state is checked against its hash
+// before every send, so it was that rebuild). Only the state y is ever
+// corrupted (Words); the input and the partials received are not.
+func (m *Machine) sentPayload(i int) []float64 {
+	if p := m.sent[i]; len(p) > 0 || p == nil {
+		return p
+	}
+	if i == m.next && hashWords(m.y) == m.yHash {
+		return m.y // the step under way: the state is the partial
+	}
+	y := slices.Clone(m.input)
+	for j := range i {
+		if s := m.plan[j]; s.RecvFrom >= 0 && s.Tag&flagVouch == 0 {
+			m.apply(y, m.got[j], s.Replace)
+		}
+	}
+	return y
 }
 
 // p1max is the end of the first pass for check: the whole plan for a
