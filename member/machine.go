@@ -145,10 +145,12 @@ type op struct {
 	injRand    *rand.Rand
 	start      time.Duration
 	lastSend   time.Duration
-	idleShift  uint                            // idle steps wait Idle << idleShift (see tickOp)
-	heard      map[gossip.NodeID]time.Duration // neighbours: when last heard from
-	ever       map[gossip.NodeID]bool          // neighbours heard from in this operation
-	pinged     map[gossip.NodeID]time.Duration // neighbours: when last probed
+	idleShift  uint // idle steps wait Idle << idleShift (see tickOp)
+	// nbr holds the failure detector's view of each neighbour, in the
+	// order of Machine.nbrs: a slice searched by id costs a few compares
+	// where a map per operation cost a hash and, at a large simulated
+	// group, cache misses on every message.
+	nbr        []nbrState
 	told       map[gossip.NodeID]time.Duration // members: when last sent a result, abort or exclusion
 	lastHeard  time.Duration                   // when any neighbour was last heard from
 	sent       int
@@ -164,6 +166,14 @@ type op struct {
 	left       []gossip.NodeID // members that left during the operation
 }
 
+// nbrState is what an operation knows of one neighbour.
+type nbrState struct {
+	heard  time.Duration // when last heard from, while watched
+	pinged time.Duration // when last probed
+	watch  bool          // watched by the failure detector: from certify until excluded
+	ever   bool          // heard from in this operation
+}
+
 // Machine is one member of a group: the runtime protocol around the gossip
 // algorithm — failure detection (probe, suspect, declare), the convergence
 // certificate, the root and its take-over, exclusion and rejoin, the result
@@ -177,6 +187,7 @@ type op struct {
 type Machine struct {
 	r        *resolved
 	log      interface{ Debug(string, ...any) }
+	nbrs     []gossip.NodeID // the overlay neighbours, sorted, without repeats
 	bnode    *broadcast.Node
 	epoch    uint64 // the last operation started
 	ops      int    // operations started
@@ -209,7 +220,29 @@ func New(cfg Config) (*Machine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("result broadcast: %w", err)
 	}
-	return &Machine{r: r, log: r.Logger.With("node", r.ID), bnode: bn, absent: newBitset(r.n)}, nil
+	nbrs := make([]gossip.NodeID, 0, r.Graph.Degree(r.ID))
+	for k := range r.Graph.Degree(r.ID) {
+		nbrs = append(nbrs, r.Graph.Neighbor(r.ID, k))
+	}
+	slices.Sort(nbrs)
+	nbrs = slices.Compact(nbrs)
+	return &Machine{r: r, log: r.Logger.With("node", r.ID), nbrs: nbrs, bnode: bn, absent: newBitset(r.n)}, nil
+}
+
+// nbrIndex returns neighbour j's position in m.nbrs; ok is false when j is
+// not a neighbour.
+func (m *Machine) nbrIndex(j gossip.NodeID) (int, bool) {
+	return slices.BinarySearch(m.nbrs, j)
+}
+
+// watched returns operation o's state of neighbour j if the failure
+// detector watches it, nil otherwise.
+func (m *Machine) watched(o *op, j gossip.NodeID) *nbrState {
+	k, ok := m.nbrIndex(j)
+	if !ok || k >= len(o.nbr) || !o.nbr[k].watch {
+		return nil
+	}
+	return &o.nbr[k]
 }
 
 // ID returns the member's id.
@@ -351,9 +384,8 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 	r := m.r
 	gm, err := r.Algorithm.New(m.gossipConfig(req, epoch))
 	o := &op{req: req, epoch: epoch, m: gm, start: now, lastSend: now, progressAt: now,
-		ext:   slices.Clone(req.Extremes),
-		heard: map[gossip.NodeID]time.Duration{}, ever: map[gossip.NodeID]bool{},
-		pinged: map[gossip.NodeID]time.Duration{}, told: map[gossip.NodeID]time.Duration{}}
+		ext: slices.Clone(req.Extremes), nbr: make([]nbrState, len(m.nbrs)),
+		told: map[gossip.NodeID]time.Duration{}}
 	m.cur = o
 	if err != nil {
 		m.finish(now, Result{}, err)
@@ -481,7 +513,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 	if o == nil {
 		return // long finished; its result went out then
 	}
-	if _, nb := o.heard[msg.From]; nb && !o.done {
+	if nb := m.watched(o, msg.From); nb != nil && !o.done {
 		if gap := now - o.lastHeard; o.cert != nil && gap > m.r.Suspect/2 {
 			// Back from isolation (see tickOp): the others were as
 			// silent as this one because the network was gone. Keep
@@ -491,9 +523,9 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 			m.forgive(now, gap)
 			m.stats.Isolations++
 		}
-		o.heard[msg.From] = now
+		nb.heard = now
 		o.lastHeard = now
-		o.ever[msg.From] = true
+		nb.ever = true
 	}
 	if msg.Kind == gossip.KindControl {
 		m.onControl(now, o, msg)
@@ -695,11 +727,12 @@ func (m *Machine) reject(what string, msg gossip.Message, err error) {
 // estimate, so its certificate is withdrawn.
 func (m *Machine) excluded(j gossip.NodeID) {
 	o := m.cur
-	if _, nb := o.heard[j]; !nb {
+	nb := m.watched(o, j)
+	if nb == nil {
 		return
 	}
 	o.m.Exclude(j)
-	delete(o.heard, j)
+	nb.watch = false
 	o.cert.unsettle()
 	m.stats.Excluded++
 	m.log.Debug("excluded", "peer", j)
@@ -734,8 +767,10 @@ func (m *Machine) Tick(now time.Duration) {
 // which is no sign that its messages were lost (see tickOp's idle step).
 func (m *Machine) forgive(now, d time.Duration) {
 	o := m.cur
-	for j, t := range o.heard {
-		o.heard[j] = t + d
+	for k := range o.nbr {
+		if o.nbr[k].watch {
+			o.nbr[k].heard += d
+		}
 	}
 	o.lastHeard += d
 	o.lastSend = min(o.lastSend+d, now)
@@ -761,20 +796,23 @@ func (m *Machine) tickOp(now time.Duration) {
 	// server stopped for 6 s made every member of 16 exclude every other.
 	if o.cert != nil {
 		isolated := now-o.lastHeard > m.r.Suspect/2
-		for _, j := range sortedKeys(o.heard) {
-			t := o.heard[j]
+		for k, j := range m.nbrs {
+			nb := &o.nbr[k]
+			if !nb.watch {
+				continue
+			}
 			limit := m.r.Suspect
-			if !o.ever[j] && m.ops == 1 {
+			if !nb.ever && m.ops == 1 {
 				limit *= 4
 			}
-			quiet := now - t
+			quiet := now - nb.heard
 			switch {
 			case quiet > limit && !isolated:
 				if o.cert.markDead(int(j)) {
 					m.excluded(j)
 				}
-			case quiet > limit/4 && now-o.pinged[j] > m.r.Suspect/16:
-				o.pinged[j] = now
+			case quiet > limit/4 && now-nb.pinged > m.r.Suspect/16:
+				nb.pinged = now
 				m.control(o, j, tagPing, nil)
 			}
 		}
@@ -881,17 +919,6 @@ func quiet(o *op) {
 	if q, ok := o.m.(quieter); ok && o.cert != nil {
 		q.Quiet(o.cert.complete())
 	}
-}
-
-// sortedKeys returns the keys of a neighbour map in increasing order, so
-// that what a tick sends does not depend on map iteration order.
-func sortedKeys[V any](mp map[gossip.NodeID]V) []gossip.NodeID {
-	keys := make([]gossip.NodeID, 0, len(mp))
-	for k := range mp {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // checkDone finishes a finite algorithm, or lets the root broadcast once
