@@ -75,9 +75,31 @@ func (c *certificate) unsettle() {
 // merge folds a neighbour's certificate into this node's. It returns the
 // nodes that are newly known dead. A nil set stands for an empty one.
 func (c *certificate) merge(gen uint64, stable, dead bitset) []int {
+	return c.mergeWords(gen, bitsetWords(stable), bitsetWords(dead))
+}
+
+// mergeWire is merge for sets in their wire form, as decodeCert left them:
+// the words are read from the attachment as they are merged, so that a
+// message costs no pass to clear and fill a set of n bits, only the words
+// its sets hold.
+func (c *certificate) mergeWire(gen uint64, stable, dead wireSet) []int {
+	return c.mergeWords(gen, stable.words(c.n), dead.words(c.n))
+}
+
+// wordSource yields the words of a set that may be non-zero, in increasing
+// order of their index; the words it skips are zero.
+type wordSource interface {
+	next() (w int, word uint64, ok bool)
+}
+
+func (c *certificate) mergeWords(gen uint64, stable, dead wordSource) []int {
 	var fresh []int
-	for w := range dead {
-		add := dead[w] &^ c.dead[w]
+	for {
+		w, word, ok := dead.next()
+		if !ok {
+			break
+		}
+		add := word &^ c.dead[w]
 		if add == 0 {
 			continue
 		}
@@ -93,23 +115,46 @@ func (c *certificate) merge(gen uint64, stable, dead bitset) []int {
 	case gen > c.gen:
 		c.gen = gen
 		c.ver++
-		if stable == nil {
-			c.stable.clear()
-		} else {
-			copy(c.stable, stable)
+		c.stable.clear()
+		for {
+			w, word, ok := stable.next()
+			if !ok {
+				break
+			}
+			c.stable[w] = word
 		}
 		if c.streak >= c.need {
 			c.stable.set(c.self)
 		}
 	case gen == c.gen:
-		for w := range stable {
-			if add := stable[w] &^ c.stable[w]; add != 0 {
+		for {
+			w, word, ok := stable.next()
+			if !ok {
+				break
+			}
+			if add := word &^ c.stable[w]; add != 0 {
 				c.stable[w] |= add
 				c.ver++
 			}
 		}
 	}
 	return fresh
+}
+
+// bitsetWords yields every word of a bitset.
+func bitsetWords(s bitset) *bitsetSource { return &bitsetSource{s: s} }
+
+type bitsetSource struct {
+	s bitset
+	w int
+}
+
+func (b *bitsetSource) next() (int, uint64, bool) {
+	if b.w >= len(b.s) {
+		return 0, 0, false
+	}
+	b.w++
+	return b.w - 1, b.s[b.w-1], true
 }
 
 // markDead records that node j has failed. It reports whether that is news.
@@ -247,13 +292,7 @@ func (e *lengthError) Error() string {
 func (e *lengthError) Unwrap() error { return gossip.ErrLength }
 
 func (c *certificate) encode(dst []byte, est, ext []float64) []byte {
-	if c.setsVer != c.ver {
-		c.setsVer = c.ver
-		c.sets = binary.AppendUvarint(c.sets[:0], c.gen)
-		c.sets = binary.AppendUvarint(c.sets, uint64(c.n))
-		c.sets = c.stable.appendSet(c.sets, c.n)
-		c.sets = c.dead.appendSet(c.sets, c.n)
-	}
+	c.encodeSets()
 	dst = append(dst, certVersion)
 	dst = append(dst, c.sets...)
 	dst = binary.AppendUvarint(dst, uint64(len(est)))
@@ -267,27 +306,42 @@ func (c *certificate) encode(dst []byte, est, ext []float64) []byte {
 	return dst
 }
 
-// peerCert is a decoded attachment.
-type peerCert struct {
-	gen          uint64
-	stable, dead bitset
-	est, ext     []float64
-	// stableZero and deadZero report that the set is empty, known from
-	// its list form without a look at its words. The words of an empty set
-	// are not cleared again while they still are zero.
-	stableZero, deadZero bool
+// attachment returns the certificate encoded with est and ext in a slice
+// of its own, of exactly its length: every message carries one, and at
+// 65,536 members its sets can take 16 KiB, which a copy from a reused
+// buffer made twice the work and each member's buffer held for good.
+func (c *certificate) attachment(est, ext []float64) []byte {
+	c.encodeSets()
+	size := 1 + len(c.sets) + uvarintLen(uint64(len(est))) + 8*len(est) + uvarintLen(uint64(len(ext))) + 8*len(ext)
+	return c.encode(make([]byte, 0, size), est, ext)
 }
 
-// sets returns the stable and dead sets, nil for an empty one.
-func (p *peerCert) sets() (stable, dead bitset) {
-	stable, dead = p.stable, p.dead
-	if p.stableZero {
-		stable = nil
+// encodeSets brings the wire form of gen, n and the sets up to date.
+func (c *certificate) encodeSets() {
+	if c.setsVer != c.ver {
+		c.setsVer = c.ver
+		c.sets = binary.AppendUvarint(c.sets[:0], c.gen)
+		c.sets = binary.AppendUvarint(c.sets, uint64(c.n))
+		c.sets = c.stable.appendSet(c.sets, c.n)
+		c.sets = c.dead.appendSet(c.sets, c.n)
 	}
-	if p.deadZero {
-		dead = nil
-	}
-	return stable, dead
+}
+
+// peerCert is a decoded attachment. Its sets stay in their wire form,
+// checked, until they are merged (see certificate.mergeWire).
+type peerCert struct {
+	gen          uint64
+	stable, dead wireSet
+	est, ext     []float64
+}
+
+// wireSet is a set of the n nodes in its wire form (see the attachment's
+// format), checked by decodeCert: form is its first byte; body the
+// bitmap's bytes, or the gaps of a list form; count the number of gaps.
+type wireSet struct {
+	form  byte
+	body  []byte
+	count uint64
 }
 
 // decodeCert parses an attachment of a group of n nodes whose estimates have
@@ -310,10 +364,10 @@ func decodeCert(b []byte, n, k, m int, into *peerCert) error {
 	b = b[w:]
 	into.gen = gen
 	var err error
-	if into.stable, b, err = readSetInto(b, n, into.stable, &into.stableZero); err != nil {
+	if into.stable, b, err = checkSet(b, n); err != nil {
 		return fmt.Errorf("%w: stable set: %w", errCert, err)
 	}
-	if into.dead, b, err = readSetInto(b, n, into.dead, &into.deadZero); err != nil {
+	if into.dead, b, err = checkSet(b, n); err != nil {
 		return fmt.Errorf("%w: dead set: %w", errCert, err)
 	}
 	gotK, w := binary.Uvarint(b)
@@ -445,58 +499,146 @@ var errSet = errors.New("bad set")
 // returns what follows it. It never panics, and loops at most once per
 // byte of b or per word of the set.
 func readSet(b []byte, n int, into bitset) (bitset, []byte, error) {
-	zero := false
-	return readSetInto(b, n, into, &zero)
+	ws, rest, err := checkSet(b, n)
+	if err != nil {
+		return into, nil, err
+	}
+	return ws.bitset(n, into), rest, nil
 }
 
-// readSetInto is readSet for a set whose words are all zero if *zero is
-// true; it sets *zero to whether they are afterwards.
-func readSetInto(b []byte, n int, into bitset, zero *bool) (bitset, []byte, error) {
-	wasZero := *zero && len(into) == (n+63)/64
-	*zero = false
+// checkSet checks a set of n nodes written by appendSet and returns it in
+// its wire form, and what follows it. It never panics, and loops at most
+// once per byte of b.
+func checkSet(b []byte, n int) (wireSet, []byte, error) {
 	if len(b) < 1 {
-		return into, nil, fmt.Errorf("%w: truncated", errSet)
+		return wireSet{}, nil, fmt.Errorf("%w: truncated", errSet)
 	}
 	form, b := b[0], b[1:]
 	switch form {
 	case setBitmap:
 		nb := (n + 7) / 8
 		if len(b) < nb {
-			return into, nil, fmt.Errorf("%w: bitmap truncated", errSet)
+			return wireSet{}, nil, fmt.Errorf("%w: bitmap truncated", errSet)
 		}
-		return into.fromBytes(b[:nb], n), b[nb:], nil
+		return wireSet{form: form, body: b[:nb]}, b[nb:], nil
 	case setList, setAllBut:
 	default:
-		return into, nil, fmt.Errorf("%w: form %d", errSet, form)
-	}
-	if !wasZero {
-		into = into.fromBytes(nil, n)
+		return wireSet{}, nil, fmt.Errorf("%w: form %d", errSet, form)
 	}
 	c, w := binary.Uvarint(b)
 	if w <= 0 || c > uint64(n) || c > uint64(len(b)-w) {
-		return into, nil, fmt.Errorf("%w: count", errSet)
+		return wireSet{}, nil, fmt.Errorf("%w: count", errSet)
 	}
 	b = b[w:]
+	body := b
 	next := uint64(0)
 	for range c {
 		gap, w := binary.Uvarint(b)
 		if w <= 0 || gap >= uint64(n)-next {
-			return into, nil, fmt.Errorf("%w: id out of range", errSet)
+			return wireSet{}, nil, fmt.Errorf("%w: id out of range", errSet)
 		}
 		b = b[w:]
-		into.set(int(next + gap))
 		next += gap + 1
 	}
-	if form == setAllBut {
-		for i := range into {
-			into[i] = ^into[i]
+	return wireSet{form: form, body: body[:len(body)-len(b)], count: c}, b, nil
+}
+
+// bitset returns the set as a bitset of n bits, reusing into.
+func (s wireSet) bitset(n int, into bitset) bitset {
+	into = into.fromBytes(nil, n)
+	src := s.words(n)
+	for {
+		w, word, ok := src.next()
+		if !ok {
+			return into
 		}
-		if rest := n % 64; rest != 0 {
-			into[len(into)-1] &= 1<<rest - 1
+		into[w] = word
+	}
+}
+
+// words yields the words of a set of n nodes that decodeCert checked: a
+// bitmap's and a complement's every word, a list's only those it names.
+func (s wireSet) words(n int) *wireWords {
+	r := &wireWords{form: s.form, b: s.body, left: s.count, n: n, nw: (n + 63) / 64, pend: -1}
+	if s.form != setBitmap {
+		r.advance()
+	}
+	return r
+}
+
+// wireWords reads a wireSet word by word (see wireSet.words).
+type wireWords struct {
+	form  byte
+	b     []byte // the bitmap's bytes, or the gaps not read yet
+	left  uint64 // gaps not read yet
+	n, nw int    // nodes and words of the set
+	w     int    // the next word of a bitmap or complement
+	pend  int    // the next id of a list, -1 once there is none
+	after int    // the id a gap of zero stands for
+}
+
+// advance reads the next id of a list into pend.
+func (r *wireWords) advance() {
+	if r.left == 0 {
+		r.pend = -1
+		return
+	}
+	gap, w := binary.Uvarint(r.b)
+	r.b = r.b[w:]
+	r.left--
+	r.pend = r.after + int(gap)
+	r.after = r.pend + 1
+}
+
+func (r *wireWords) next() (int, uint64, bool) {
+	switch r.form {
+	case setList:
+		if r.pend < 0 {
+			return 0, 0, false
+		}
+		w := r.pend / 64
+		var word uint64
+		for r.pend >= 0 && r.pend/64 == w {
+			word |= 1 << (r.pend % 64)
+			r.advance()
+		}
+		return w, word, true
+	case setAllBut:
+		if r.w >= r.nw {
+			return 0, 0, false
+		}
+		w := r.w
+		r.w++
+		word := ^uint64(0)
+		for r.pend >= 0 && r.pend/64 == w {
+			word &^= 1 << (r.pend % 64)
+			r.advance()
+		}
+		return w, word & r.mask(w), true
+	}
+	// setBitmap
+	if r.w >= r.nw {
+		return 0, 0, false
+	}
+	w := r.w
+	r.w++
+	var word uint64
+	if 8*(w+1) <= len(r.b) {
+		word = binary.LittleEndian.Uint64(r.b[8*w:])
+	} else {
+		for i := 8 * w; i < len(r.b); i++ {
+			word |= uint64(r.b[i]) << (8 * (i % 8))
 		}
 	}
-	*zero = c == 0 && form == setList
-	return into, b, nil
+	return w, word & r.mask(w), true
+}
+
+// mask keeps the bits of word w that name nodes below n.
+func (r *wireWords) mask(w int) uint64 {
+	if rest := r.n - 64*w; rest < 64 {
+		return 1<<rest - 1
+	}
+	return ^uint64(0)
 }
 
 // fromBytes fills a set of n bits from its byte form, reusing s; bits at

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,8 +80,8 @@ func TestCertificateWireRoundTrip(t *testing.T) {
 	require.NoError(t, decodeCert(b, 70, 3, 2, &p))
 	assert.Equal(t, ext, p.ext)
 	assert.Equal(t, uint64(300), p.gen)
-	assert.Equal(t, c.stable, p.stable)
-	assert.Equal(t, c.dead, p.dead)
+	assert.Equal(t, c.stable, p.stable.bitset(70, nil))
+	assert.Equal(t, c.dead, p.dead.bitset(70, nil))
 	for i := range est {
 		assert.Equal(t, math.Float64bits(est[i]), math.Float64bits(p.est[i]))
 	}
@@ -233,18 +234,23 @@ func FuzzDecodeCert(f *testing.F) {
 		if decodeCert(b, n, 2, 0, &p) != nil {
 			return
 		}
-		for _, s := range []bitset{p.stable, p.dead} {
+		for _, s := range []bitset{p.stable.bitset(n, nil), p.dead.bitset(n, nil)} {
 			require.Len(t, s, (n+63)/64)
 			for j := n; j < 64*len(s); j++ {
 				require.False(t, s.has(j), "bit %d of a group of %d", j, n)
 			}
 		}
+		// Merged from the wire form, they do what their bitsets do.
+		c, ref := newCertificate(n, 0, 1, 1e-9), newCertificate(n, 0, 1, 1e-9)
+		require.Equal(t, ref.merge(p.gen, p.stable.bitset(n, nil), p.dead.bitset(n, nil)), c.mergeWire(p.gen, p.stable, p.dead))
+		require.Equal(t, ref.stable, c.stable)
+		require.Equal(t, ref.dead, c.dead)
 	})
 }
 
 // The certificate keeps what it derives from its sets (complete, live, the
-// sets' wire form) and a peer's decoded sets are reused without clearing
-// while they are empty. Both are checked against computing afresh, over a
+// sets' wire form), and merges a peer's sets straight from their wire form.
+// Both are checked against computing afresh, over a
 // random walk through every change a certificate sees: agreement,
 // disagreement, withdrawal, merges of sets empty and not (in every wire
 // form) and deaths.
@@ -297,13 +303,21 @@ func TestCertificateCachesAgreeWithAFreshLook(t *testing.T) {
 					}
 				}
 				b := p.encode(nil, []float64{1}, nil)
-				var fresh peerCert
-				require.NoError(t, decodeCert(b, n, 1, 0, &fresh))
 				require.NoError(t, decodeCert(b, n, 1, 0, &reused))
-				rs, rd := reused.sets()
-				assert.Equal(t, ids(fresh.stable), ids(rs), "n %d step %d: stable set decoded into a reused one", n, step)
-				assert.Equal(t, ids(fresh.dead), ids(rd), "n %d step %d: dead set decoded into a reused one", n, step)
-				c.merge(reused.gen, rs, rd)
+				rs, rd := reused.stable.bitset(n, nil), reused.dead.bitset(n, nil)
+				assert.Equal(t, ids(p.stable), ids(rs), "n %d step %d: stable set decoded", n, step)
+				assert.Equal(t, ids(p.dead), ids(rd), "n %d step %d: dead set decoded", n, step)
+				// Merging from the wire form does what merging the decoded
+				// bitsets does.
+				ref, verBefore := *c, c.ver
+				ref.stable, ref.dead = slices.Clone(c.stable), slices.Clone(c.dead)
+				wantFresh := ref.merge(reused.gen, rs, rd)
+				gotFresh := c.mergeWire(reused.gen, reused.stable, reused.dead)
+				assert.Equal(t, wantFresh, gotFresh, "n %d step %d: newly dead", n, step)
+				assert.Equal(t, ref.gen, c.gen, "n %d step %d: generation", n, step)
+				assert.Equal(t, ids(ref.stable), ids(c.stable), "n %d step %d: stable set merged", n, step)
+				assert.Equal(t, ids(ref.dead), ids(c.dead), "n %d step %d: dead set merged", n, step)
+				assert.Equal(t, ref.ver != verBefore, c.ver != verBefore, "n %d step %d: a change counted", n, step)
 			}
 			require.Equal(t, c.scanComplete(), c.complete(), "n %d step %d: complete", n, step)
 			require.Equal(t, n-c.dead.count(), c.live(), "n %d step %d: live", n, step)
@@ -314,6 +328,23 @@ func TestCertificateCachesAgreeWithAFreshLook(t *testing.T) {
 			want = c.dead.appendSet(want, n)
 			got := c.encode(nil, nil, nil)
 			require.Equal(t, want, got[:len(want)], "n %d step %d: encoded sets", n, step)
+		}
+	}
+}
+
+func TestAttachmentIsEncodeExactly(t *testing.T) {
+	for _, n := range []int{1, 70, 1000, 65536} {
+		c := newCertificate(n, 0, 1, 1e-9)
+		c.gen = 1 << 40
+		for j := range n {
+			if j%3 == 0 {
+				c.stable.set(j)
+			}
+		}
+		for _, v := range [][2][]float64{{nil, nil}, {{1, 2}, nil}, {{1}, {5, 6, 7}}} {
+			a := c.attachment(v[0], v[1])
+			assert.Equal(t, c.encode(nil, v[0], v[1]), a, "n=%d", n)
+			assert.Equal(t, len(a), cap(a), "n=%d: one allocation of the exact size", n)
 		}
 	}
 }

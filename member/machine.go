@@ -199,7 +199,6 @@ type Machine struct {
 	peer     peerCert
 	out      []gossip.Message
 	scratch  []gossip.Message
-	buf      []byte
 	outcome  *Outcome
 	stats    Stats
 	lastTick time.Duration // when Tick was last called
@@ -435,8 +434,7 @@ func (m *Machine) emitFor(now time.Duration, o *op, out []gossip.Message) {
 	var attach []byte
 	if o.cert != nil {
 		m.est = o.m.Estimate(m.est[:0])
-		m.buf = o.cert.encode(m.buf[:0], m.est, o.ext)
-		attach = slices.Clone(m.buf)
+		attach = o.cert.attachment(m.est, o.ext)
 	}
 	for i := range out {
 		msg := out[i]
@@ -569,8 +567,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 			m.reject("certificate", msg, err)
 			return
 		}
-		stable, dead := m.peer.sets()
-		for _, j := range o.cert.merge(m.peer.gen, stable, dead) {
+		for _, j := range o.cert.mergeWire(m.peer.gen, m.peer.stable, m.peer.dead) {
 			m.excluded(gossip.NodeID(j))
 		}
 		if o.cert.dead.has(int(m.r.ID)) {
