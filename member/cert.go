@@ -75,27 +75,26 @@ func (c *certificate) unsettle() {
 // merge folds a neighbour's certificate into this node's. It returns the
 // nodes that are newly known dead. A nil set stands for an empty one.
 func (c *certificate) merge(gen uint64, stable, dead bitset) []int {
-	return c.mergeWords(gen, bitsetWords(stable), bitsetWords(dead))
+	return c.mergeWire(gen, bitmapOf(stable, c.n), bitmapOf(dead, c.n))
 }
 
-// mergeWire is merge for sets in their wire form, as decodeCert left them:
-// the words are read from the attachment as they are merged, so that a
-// message costs no pass to clear and fill a set of n bits, only the words
-// its sets hold.
+// bitmapOf returns a bitset of n bits (nil: empty) in the bitmap wire form.
+func bitmapOf(s bitset, n int) wireSet {
+	if s == nil {
+		return wireSet{form: setList}
+	}
+	return wireSet{form: setBitmap, body: s.appendBytes(nil, n)}
+}
+
+// mergeWire folds a neighbour's certificate, its sets in their wire form
+// as decodeCert left them, into this node's. It returns the nodes that are
+// newly known dead. The words are read from the attachment as they are
+// merged, so that a message costs no pass to clear and fill a set of n
+// bits, only the words its sets hold.
 func (c *certificate) mergeWire(gen uint64, stable, dead wireSet) []int {
-	return c.mergeWords(gen, stable.words(c.n), dead.words(c.n))
-}
-
-// wordSource yields the words of a set that may be non-zero, in increasing
-// order of their index; the words it skips are zero.
-type wordSource interface {
-	next() (w int, word uint64, ok bool)
-}
-
-func (c *certificate) mergeWords(gen uint64, stable, dead wordSource) []int {
 	var fresh []int
-	for {
-		w, word, ok := dead.next()
+	for src := dead.words(c.n); ; {
+		w, word, ok := src.next()
 		if !ok {
 			break
 		}
@@ -116,8 +115,8 @@ func (c *certificate) mergeWords(gen uint64, stable, dead wordSource) []int {
 		c.gen = gen
 		c.ver++
 		c.stable.clear()
-		for {
-			w, word, ok := stable.next()
+		for src := stable.words(c.n); ; {
+			w, word, ok := src.next()
 			if !ok {
 				break
 			}
@@ -127,8 +126,8 @@ func (c *certificate) mergeWords(gen uint64, stable, dead wordSource) []int {
 			c.stable.set(c.self)
 		}
 	case gen == c.gen:
-		for {
-			w, word, ok := stable.next()
+		for src := stable.words(c.n); ; {
+			w, word, ok := src.next()
 			if !ok {
 				break
 			}
@@ -139,22 +138,6 @@ func (c *certificate) mergeWords(gen uint64, stable, dead wordSource) []int {
 		}
 	}
 	return fresh
-}
-
-// bitsetWords yields every word of a bitset.
-func bitsetWords(s bitset) *bitsetSource { return &bitsetSource{s: s} }
-
-type bitsetSource struct {
-	s bitset
-	w int
-}
-
-func (b *bitsetSource) next() (int, uint64, bool) {
-	if b.w >= len(b.s) {
-		return 0, 0, false
-	}
-	b.w++
-	return b.w - 1, b.s[b.w-1], true
 }
 
 // markDead records that node j has failed. It reports whether that is news.
@@ -415,12 +398,17 @@ func (s bitset) has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
 func (s bitset) clear()         { clear(s) }
 func (s bitset) clear1(i int)   { s[i/64] &^= 1 << (i % 64) }
 
-// members lists the ids in the set, below n.
+// members lists the ids in the set, below n, in increasing order.
 func (s bitset) members(n int) []gossip.NodeID {
 	var out []gossip.NodeID
-	for i := range n {
-		if s.has(i) {
-			out = append(out, gossip.NodeID(i))
+	for w, word := range s {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			word &^= 1 << b
+			if w*64+b >= n {
+				return out
+			}
+			out = append(out, gossip.NodeID(w*64+b))
 		}
 	}
 	return out
@@ -558,8 +546,8 @@ func (s wireSet) bitset(n int, into bitset) bitset {
 
 // words yields the words of a set of n nodes that decodeCert checked: a
 // bitmap's and a complement's every word, a list's only those it names.
-func (s wireSet) words(n int) *wireWords {
-	r := &wireWords{form: s.form, b: s.body, left: s.count, n: n, nw: (n + 63) / 64, pend: -1}
+func (s wireSet) words(n int) wireWords {
+	r := wireWords{form: s.form, b: s.body, left: s.count, n: n, nw: (n + 63) / 64, pend: -1}
 	if s.form != setBitmap {
 		r.advance()
 	}

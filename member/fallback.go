@@ -116,10 +116,10 @@ func (m *Machine) certify(now time.Duration, o *op) {
 		o.nbr[k].heard, o.nbr[k].watch = now, true
 	}
 	o.lastHeard = now
-	for j := range r.n {
-		if m.absent.has(j) && j != int(r.ID) {
-			o.cert.markDead(j)
-			m.excluded(gossip.NodeID(j))
+	for _, j := range m.absent.members(r.n) {
+		if j != r.ID {
+			o.cert.markDead(int(j))
+			m.excluded(j)
 		}
 	}
 }
