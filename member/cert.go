@@ -38,6 +38,12 @@ type certificate struct {
 	doneVer uint64 // ver at which done and nLive were computed
 	done    bool   // complete()
 	nLive   int    // live()
+	// nStable and nDead count the sets' members, kept up to date by every
+	// change, so that neither encoding the sets nor deriving live and
+	// complete counts them again: at 65,536 members each count is a pass
+	// over 1,024 words, and the sets change on most messages while the
+	// stable set fills.
+	nStable, nDead int
 }
 
 func newCertificate(n, self, need int, theta float64) *certificate {
@@ -54,6 +60,7 @@ func (c *certificate) observe(own, peer []float64, ownExt, peerExt []float64) {
 		c.streak++
 		if c.streak >= c.need && !c.stable.has(c.self) {
 			c.stable.set(c.self)
+			c.nStable++
 			c.ver++
 		}
 		return
@@ -68,6 +75,7 @@ func (c *certificate) unsettle() {
 	if c.stable.has(c.self) {
 		c.gen++
 		c.stable.clear()
+		c.nStable = 0
 		c.ver++
 	}
 }
@@ -103,6 +111,7 @@ func (c *certificate) mergeWire(gen uint64, stable, dead wireSet) []int {
 			continue
 		}
 		c.dead[w] |= add
+		c.nDead += bits.OnesCount64(add)
 		c.ver++
 		for add != 0 {
 			b := bits.TrailingZeros64(add)
@@ -115,15 +124,18 @@ func (c *certificate) mergeWire(gen uint64, stable, dead wireSet) []int {
 		c.gen = gen
 		c.ver++
 		c.stable.clear()
+		c.nStable = 0
 		for src := stable.words(c.n); ; {
 			w, word, ok := src.next()
 			if !ok {
 				break
 			}
 			c.stable[w] = word
+			c.nStable += bits.OnesCount64(word)
 		}
-		if c.streak >= c.need {
+		if c.streak >= c.need && !c.stable.has(c.self) {
 			c.stable.set(c.self)
+			c.nStable++
 		}
 	case gen == c.gen:
 		for src := stable.words(c.n); ; {
@@ -133,6 +145,7 @@ func (c *certificate) mergeWire(gen uint64, stable, dead wireSet) []int {
 			}
 			if add := word &^ c.stable[w]; add != 0 {
 				c.stable[w] |= add
+				c.nStable += bits.OnesCount64(add)
 				c.ver++
 			}
 		}
@@ -146,6 +159,7 @@ func (c *certificate) markDead(j int) bool {
 		return false
 	}
 	c.dead.set(j)
+	c.nDead++
 	c.ver++
 	return true
 }
@@ -163,8 +177,10 @@ func (c *certificate) derive() {
 		return
 	}
 	c.doneVer = c.ver
-	c.nLive = c.n - c.dead.count()
-	c.done = c.scanComplete()
+	c.nLive = c.n - c.nDead
+	// Complete needs every node in one set or the other, so at least n
+	// members between them; most changes leave fewer, and need no scan.
+	c.done = c.nStable+c.nDead >= c.n && c.scanComplete()
 }
 
 func (c *certificate) scanComplete() bool {
@@ -305,8 +321,8 @@ func (c *certificate) encodeSets() {
 		c.setsVer = c.ver
 		c.sets = binary.AppendUvarint(c.sets[:0], c.gen)
 		c.sets = binary.AppendUvarint(c.sets, uint64(c.n))
-		c.sets = c.stable.appendSet(c.sets, c.n)
-		c.sets = c.dead.appendSet(c.sets, c.n)
+		c.sets = c.stable.appendCountedSet(c.sets, c.n, c.nStable)
+		c.sets = c.dead.appendCountedSet(c.sets, c.n, c.nDead)
 	}
 }
 
@@ -437,7 +453,11 @@ func (s bitset) appendBytes(dst []byte, n int) []byte {
 // appendSet writes the set of n nodes in its shortest form (see the
 // attachment's wire format).
 func (s bitset) appendSet(dst []byte, n int) []byte {
-	c := s.count()
+	return s.appendCountedSet(dst, n, s.count())
+}
+
+// appendCountedSet is appendSet for a set of c members.
+func (s bitset) appendCountedSet(dst []byte, n, c int) []byte {
 	per := uvarintLen(uint64(n)) // bytes per gap, at most
 	bitmap := (n + 7) / 8
 	switch {
@@ -458,6 +478,9 @@ func (s bitset) appendList(dst []byte, n, c int, complement bool) []byte {
 	dst = binary.AppendUvarint(dst, uint64(c))
 	next := 0 // the id a gap of zero stands for
 	for w, word := range s {
+		if c == 0 {
+			break // every id written: the words left hold none
+		}
 		if complement {
 			word = ^word
 		}
@@ -470,6 +493,7 @@ func (s bitset) appendList(dst []byte, n, c int, complement bool) []byte {
 			}
 			dst = binary.AppendUvarint(dst, uint64(id-next))
 			next = id + 1
+			c--
 		}
 	}
 	return dst

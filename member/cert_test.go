@@ -73,6 +73,7 @@ func TestCertificateWireRoundTrip(t *testing.T) {
 	c.stable.set(0)
 	c.stable.set(69)
 	c.dead.set(33)
+	recount(c)
 	est := []float64{1.5, math.Inf(-1), math.Copysign(0, -1)}
 	ext := []float64{-7, 3}
 	b := c.encode(nil, est, ext)
@@ -226,6 +227,7 @@ func FuzzDecodeCert(f *testing.F) {
 				c.stable.set(j)
 			}
 		}
+		recount(c)
 		f.Add(c.encode(nil, []float64{1, 2}, nil), uint16(200))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, n16 uint16) {
@@ -245,6 +247,8 @@ func FuzzDecodeCert(f *testing.F) {
 		require.Equal(t, ref.merge(p.gen, p.stable.bitset(n, nil), p.dead.bitset(n, nil)), c.mergeWire(p.gen, p.stable, p.dead))
 		require.Equal(t, ref.stable, c.stable)
 		require.Equal(t, ref.dead, c.dead)
+		require.Equal(t, c.stable.count(), c.nStable)
+		require.Equal(t, c.dead.count(), c.nDead)
 	})
 }
 
@@ -302,6 +306,7 @@ func TestCertificateCachesAgreeWithAFreshLook(t *testing.T) {
 						}
 					}
 				}
+				recount(p)
 				b := p.encode(nil, []float64{1}, nil)
 				require.NoError(t, decodeCert(b, n, 1, 0, &reused))
 				rs, rd := reused.stable.bitset(n, nil), reused.dead.bitset(n, nil)
@@ -321,6 +326,8 @@ func TestCertificateCachesAgreeWithAFreshLook(t *testing.T) {
 			}
 			require.Equal(t, c.scanComplete(), c.complete(), "n %d step %d: complete", n, step)
 			require.Equal(t, n-c.dead.count(), c.live(), "n %d step %d: live", n, step)
+			require.Equal(t, c.stable.count(), c.nStable, "n %d step %d: stable members counted", n, step)
+			require.Equal(t, c.dead.count(), c.nDead, "n %d step %d: dead members counted", n, step)
 			want := []byte{certVersion}
 			want = binary.AppendUvarint(want, c.gen)
 			want = binary.AppendUvarint(want, uint64(n))
@@ -341,10 +348,17 @@ func TestAttachmentIsEncodeExactly(t *testing.T) {
 				c.stable.set(j)
 			}
 		}
+		recount(c)
 		for _, v := range [][2][]float64{{nil, nil}, {{1, 2}, nil}, {{1}, {5, 6, 7}}} {
 			a := c.attachment(v[0], v[1])
 			assert.Equal(t, c.encode(nil, v[0], v[1]), a, "n=%d", n)
 			assert.Equal(t, len(a), cap(a), "n=%d: one allocation of the exact size", n)
 		}
 	}
+}
+
+// recount brings a certificate whose sets a test wrote directly up to date.
+func recount(c *certificate) {
+	c.nStable, c.nDead = c.stable.count(), c.dead.count()
+	c.ver++
 }
