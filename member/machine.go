@@ -193,7 +193,7 @@ type Machine struct {
 	ops      int    // operations started
 	cur      *op
 	finished []*op  // the last few finished operations, newest last
-	absent   bitset // members not counted from the start of the next operation
+	absent   bitset // members not counted from the start of the next operation; nil while none is (see setAbsent)
 	future   []gossip.Message
 	est      []float64
 	peer     peerCert
@@ -225,7 +225,17 @@ func New(cfg Config) (*Machine, error) {
 	}
 	slices.Sort(nbrs)
 	nbrs = slices.Compact(nbrs)
-	return &Machine{r: r, log: r.Logger.With("node", r.ID), nbrs: nbrs, bnode: bn, absent: newBitset(r.n)}, nil
+	return &Machine{r: r, log: r.Logger.With("node", r.ID), nbrs: nbrs, bnode: bn}, nil
+}
+
+// setAbsent adds member j to the members away. The set is made on the
+// first: nearly always none is away, and a set of N bits for each of N
+// members was an eighth of a large simulation's memory.
+func (m *Machine) setAbsent(j int) {
+	if m.absent == nil {
+		m.absent = newBitset(m.r.n)
+	}
+	m.absent.set(j)
 }
 
 // nbrIndex returns neighbour j's position in m.nbrs; ok is false when j is
@@ -262,6 +272,18 @@ func (m *Machine) Outbox() []gossip.Message {
 	out := m.out
 	m.out = nil
 	return out
+}
+
+// AppendOutbox appends the messages to send to dst, in order, and empties
+// the outbox as Outbox does, but keeps its storage for the next messages: a
+// driver that is done with the messages before it calls the machine again
+// (a simulator) allocates no outbox per call. The messages' payloads and
+// attachments belong to the caller, as with Outbox.
+func (m *Machine) AppendOutbox(dst []gossip.Message) []gossip.Message {
+	dst = append(dst, m.out...)
+	clear(m.out)
+	m.out = m.out[:0]
+	return dst
 }
 
 // TakeOutcome returns the outcome of the operation that has just ended, once.
@@ -548,7 +570,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		}
 	}
 	if o.cert != nil {
-		if o.cert.dead.has(int(msg.From)) {
+		if o.cert.isDead(int(msg.From)) {
 			// It was declared dead (or absent) but is alive: it misses this
 			// operation and is counted again from the next.
 			m.absent.clear1(int(msg.From))
@@ -570,7 +592,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		for _, j := range o.cert.mergeWire(m.peer.gen, m.peer.stable, m.peer.dead) {
 			m.excluded(gossip.NodeID(j))
 		}
-		if o.cert.dead.has(int(m.r.ID)) {
+		if o.cert.isDead(int(m.r.ID)) {
 			m.excludedSelf(now, o, msg.From)
 			return
 		}
@@ -627,7 +649,7 @@ func (m *Machine) membership(now time.Duration, msg gossip.Message) {
 			o.hello = append(o.hello, msg.From)
 		}
 	case tagLeave:
-		m.absent.set(j)
+		m.setAbsent(j)
 		if m.Active() {
 			if !slices.Contains(o.left, msg.From) {
 				o.left = append(o.left, msg.From)
@@ -653,7 +675,7 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 		// A member this one has declared dead is out of the operation:
 		// its word cannot stop the others, who may be deciding without
 		// it (it could have the other length, and be the one to fail).
-		if !o.done && (o.cert == nil || !o.cert.dead.has(int(msg.From))) {
+		if !o.done && (o.cert == nil || !o.cert.isDead(int(msg.From))) {
 			m.mismatch(now, fmt.Errorf("%w: %s found that the members' vectors differ in length (this member has %d components)", ErrGroupMismatch, m.sender(msg.From), len(o.req.Values)))
 		}
 	case tagExcluded:
@@ -664,7 +686,7 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 		switch {
 		case o.done:
 			m.answerLate(now, o, msg.From)
-		case o.cert != nil && o.cert.dead.has(int(msg.From)):
+		case o.cert != nil && o.cert.isDead(int(msg.From)):
 			m.absent.clear1(int(msg.From))
 			m.tell(now, o, msg.From, tagExcluded, nil)
 		default:
@@ -1129,13 +1151,15 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 	}
 	// The group's view of who is away holds from the next operation on,
 	// except for members that announced themselves since.
-	copy(m.absent, dead)
+	if m.absent != nil || dead.count() > 0 {
+		m.absent = append(m.absent[:0], dead...)
+	}
 	m.absent.clear1(int(m.r.ID))
 	for _, j := range o.hello {
 		m.absent.clear1(int(j))
 	}
 	for _, j := range o.left {
-		m.absent.set(int(j))
+		m.setAbsent(int(j))
 	}
 	m.finish(now, Result{Value: values, Extremes: slices.Clone(ext), Epoch: o.epoch, Live: live, Root: root, Absent: dead.members(m.r.n)}, nil)
 }

@@ -112,6 +112,7 @@ type Net struct {
 	// flight holds the messages in flight, free its unused slots.
 	flight []gossip.Message
 	free   []int32
+	out    []gossip.Message // flush's buffer
 	now    time.Duration
 	rng    *rand.Rand
 	cut    []int // partition side of each member; members on different sides cannot talk
@@ -410,7 +411,8 @@ func (n *Net) handle(ev event) {
 // outcome.
 func (n *Net) flush(id gossip.NodeID) {
 	nd := n.nodes[id]
-	out := nd.m.Outbox()
+	all := nd.m.AppendOutbox(n.out[:0])
+	out := all
 	res, done := nd.m.TakeOutcome()
 	exited := false
 	if done && nd.exit && res.Err == nil {
@@ -445,6 +447,8 @@ func (n *Net) flush(id gossip.NodeID) {
 	if exited {
 		n.crash(id)
 	}
+	clear(all) // the buffer is flush's again: let the messages go
+	n.out = all[:0]
 	if at, ok := nd.m.Wake(); ok && (nd.wakeAt == 0 || at < nd.wakeAt) && at > n.now {
 		nd.wakeAt = at
 		n.q.Push(float64(at), event{kind: evWake, to: id})
