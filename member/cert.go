@@ -137,20 +137,65 @@ func (c *certificate) mergeWire(gen uint64, stable, dead wireSet) []int {
 			c.stable.set(c.self)
 			c.nStable++
 		}
-	case gen == c.gen:
-		for src := stable.words(c.n); ; {
-			w, word, ok := src.next()
-			if !ok {
-				break
-			}
-			if add := word &^ c.stable[w]; add != 0 {
-				c.stable[w] |= add
-				c.nStable += bits.OnesCount64(add)
-				c.ver++
-			}
+	case gen == c.gen && c.nStable < c.n: // (a full set gains nothing)
+		if added := stable.orInto(c.stable, c.n); added > 0 {
+			c.nStable += added
+			c.ver++
 		}
 	}
 	return fresh
+}
+
+// orInto adds the set, of n nodes, to dst and returns how many members
+// dst gained. It is the merge of most messages, specialized by form: a
+// bitmap is read a word at a time straight from its bytes.
+func (s wireSet) orInto(dst bitset, n int) (added int) {
+	if s.form != setBitmap {
+		src := s.words(n)
+		for {
+			w, word, ok := src.next()
+			if !ok {
+				return added
+			}
+			if add := word &^ dst[w]; add != 0 {
+				dst[w] |= add
+				added += bits.OnesCount64(add)
+			}
+		}
+	}
+	b := s.body
+	last := len(dst) - 1
+	whole := min(len(b)/8, len(dst))
+	for w := range whole {
+		word := binary.LittleEndian.Uint64(b[8*w:])
+		if w == last {
+			word &= lastMask(n)
+		}
+		if add := word &^ dst[w]; add != 0 {
+			dst[w] |= add
+			added += bits.OnesCount64(add)
+		}
+	}
+	if whole <= last {
+		var word uint64
+		for i := 8 * whole; i < len(b); i++ {
+			word |= uint64(b[i]) << (8 * (i % 8))
+		}
+		word &= lastMask(n)
+		if add := word &^ dst[whole]; add != 0 {
+			dst[whole] |= add
+			added += bits.OnesCount64(add)
+		}
+	}
+	return added
+}
+
+// lastMask keeps the bits of a set's last word that name nodes below n.
+func lastMask(n int) uint64 {
+	if rest := n % 64; rest != 0 {
+		return 1<<rest - 1
+	}
+	return ^uint64(0)
 }
 
 // isDead reports whether node j is known dead. Nearly always none is, and
