@@ -38,6 +38,12 @@ type certificate struct {
 	doneVer uint64 // ver at which done and nLive were computed
 	done    bool   // complete()
 	nLive   int    // live()
+	// nStable and nDead count the sets' members, kept up to date by every
+	// change, so that neither encoding the sets nor deriving live and
+	// complete counts them again: at 65,536 members each count is a pass
+	// over 1,024 words, and the sets change on most messages while the
+	// stable set fills.
+	nStable, nDead int
 }
 
 func newCertificate(n, self, need int, theta float64) *certificate {
@@ -54,6 +60,7 @@ func (c *certificate) observe(own, peer []float64, ownExt, peerExt []float64) {
 		c.streak++
 		if c.streak >= c.need && !c.stable.has(c.self) {
 			c.stable.set(c.self)
+			c.nStable++
 			c.ver++
 		}
 		return
@@ -68,6 +75,7 @@ func (c *certificate) unsettle() {
 	if c.stable.has(c.self) {
 		c.gen++
 		c.stable.clear()
+		c.nStable = 0
 		c.ver++
 	}
 }
@@ -75,13 +83,35 @@ func (c *certificate) unsettle() {
 // merge folds a neighbour's certificate into this node's. It returns the
 // nodes that are newly known dead. A nil set stands for an empty one.
 func (c *certificate) merge(gen uint64, stable, dead bitset) []int {
+	return c.mergeWire(gen, bitmapOf(stable, c.n), bitmapOf(dead, c.n))
+}
+
+// bitmapOf returns a bitset of n bits (nil: empty) in the bitmap wire form.
+func bitmapOf(s bitset, n int) wireSet {
+	if s == nil {
+		return wireSet{form: setList}
+	}
+	return wireSet{form: setBitmap, body: s.appendBytes(nil, n)}
+}
+
+// mergeWire folds a neighbour's certificate, its sets in their wire form
+// as decodeCert left them, into this node's. It returns the nodes that are
+// newly known dead. The words are read from the attachment as they are
+// merged, so that a message costs no pass to clear and fill a set of n
+// bits, only the words its sets hold.
+func (c *certificate) mergeWire(gen uint64, stable, dead wireSet) []int {
 	var fresh []int
-	for w := range dead {
-		add := dead[w] &^ c.dead[w]
+	for src := dead.words(c.n); ; {
+		w, word, ok := src.next()
+		if !ok {
+			break
+		}
+		add := word &^ c.dead[w]
 		if add == 0 {
 			continue
 		}
 		c.dead[w] |= add
+		c.nDead += bits.OnesCount64(add)
 		c.ver++
 		for add != 0 {
 			b := bits.TrailingZeros64(add)
@@ -93,31 +123,93 @@ func (c *certificate) merge(gen uint64, stable, dead bitset) []int {
 	case gen > c.gen:
 		c.gen = gen
 		c.ver++
-		if stable == nil {
-			c.stable.clear()
-		} else {
-			copy(c.stable, stable)
-		}
-		if c.streak >= c.need {
-			c.stable.set(c.self)
-		}
-	case gen == c.gen:
-		for w := range stable {
-			if add := stable[w] &^ c.stable[w]; add != 0 {
-				c.stable[w] |= add
-				c.ver++
+		c.stable.clear()
+		c.nStable = 0
+		for src := stable.words(c.n); ; {
+			w, word, ok := src.next()
+			if !ok {
+				break
 			}
+			c.stable[w] = word
+			c.nStable += bits.OnesCount64(word)
+		}
+		if c.streak >= c.need && !c.stable.has(c.self) {
+			c.stable.set(c.self)
+			c.nStable++
+		}
+	case gen == c.gen && c.nStable < c.n: // (a full set gains nothing)
+		if added := stable.orInto(c.stable, c.n); added > 0 {
+			c.nStable += added
+			c.ver++
 		}
 	}
 	return fresh
 }
 
+// orInto adds the set, of n nodes, to dst and returns how many members
+// dst gained. It is the merge of most messages, specialized by form: a
+// bitmap is read a word at a time straight from its bytes.
+func (s wireSet) orInto(dst bitset, n int) (added int) {
+	if s.form != setBitmap {
+		src := s.words(n)
+		for {
+			w, word, ok := src.next()
+			if !ok {
+				return added
+			}
+			if add := word &^ dst[w]; add != 0 {
+				dst[w] |= add
+				added += bits.OnesCount64(add)
+			}
+		}
+	}
+	b := s.body
+	last := len(dst) - 1
+	whole := min(len(b)/8, len(dst))
+	for w := range whole {
+		word := binary.LittleEndian.Uint64(b[8*w:])
+		if w == last {
+			word &= lastMask(n)
+		}
+		if add := word &^ dst[w]; add != 0 {
+			dst[w] |= add
+			added += bits.OnesCount64(add)
+		}
+	}
+	if whole <= last {
+		var word uint64
+		for i := 8 * whole; i < len(b); i++ {
+			word |= uint64(b[i]) << (8 * (i % 8))
+		}
+		word &= lastMask(n)
+		if add := word &^ dst[whole]; add != 0 {
+			dst[whole] |= add
+			added += bits.OnesCount64(add)
+		}
+	}
+	return added
+}
+
+// lastMask keeps the bits of a set's last word that name nodes below n.
+func lastMask(n int) uint64 {
+	if rest := n % 64; rest != 0 {
+		return 1<<rest - 1
+	}
+	return ^uint64(0)
+}
+
+// isDead reports whether node j is known dead. Nearly always none is, and
+// nDead says so without a look at the set's words (a cache miss on most
+// messages of a large simulated group).
+func (c *certificate) isDead(j int) bool { return c.nDead > 0 && c.dead.has(j) }
+
 // markDead records that node j has failed. It reports whether that is news.
 func (c *certificate) markDead(j int) bool {
-	if c.dead.has(j) {
+	if c.isDead(j) {
 		return false
 	}
 	c.dead.set(j)
+	c.nDead++
 	c.ver++
 	return true
 }
@@ -135,8 +227,10 @@ func (c *certificate) derive() {
 		return
 	}
 	c.doneVer = c.ver
-	c.nLive = c.n - c.dead.count()
-	c.done = c.scanComplete()
+	c.nLive = c.n - c.nDead
+	// Complete needs every node in one set or the other, so at least n
+	// members between them; most changes leave fewer, and need no scan.
+	c.done = c.nStable+c.nDead >= c.n && c.scanComplete()
 }
 
 func (c *certificate) scanComplete() bool {
@@ -161,7 +255,7 @@ func (c *certificate) live() int {
 // root is the lowest node not known dead: the one that broadcasts.
 func (c *certificate) root() int {
 	for j := range c.n {
-		if !c.dead.has(j) {
+		if !c.isDead(j) {
 			return j
 		}
 	}
@@ -247,13 +341,7 @@ func (e *lengthError) Error() string {
 func (e *lengthError) Unwrap() error { return gossip.ErrLength }
 
 func (c *certificate) encode(dst []byte, est, ext []float64) []byte {
-	if c.setsVer != c.ver {
-		c.setsVer = c.ver
-		c.sets = binary.AppendUvarint(c.sets[:0], c.gen)
-		c.sets = binary.AppendUvarint(c.sets, uint64(c.n))
-		c.sets = c.stable.appendSet(c.sets, c.n)
-		c.sets = c.dead.appendSet(c.sets, c.n)
-	}
+	c.encodeSets()
 	dst = append(dst, certVersion)
 	dst = append(dst, c.sets...)
 	dst = binary.AppendUvarint(dst, uint64(len(est)))
@@ -267,27 +355,42 @@ func (c *certificate) encode(dst []byte, est, ext []float64) []byte {
 	return dst
 }
 
-// peerCert is a decoded attachment.
-type peerCert struct {
-	gen          uint64
-	stable, dead bitset
-	est, ext     []float64
-	// stableZero and deadZero report that the set is empty, known from
-	// its list form without a look at its words. The words of an empty set
-	// are not cleared again while they still are zero.
-	stableZero, deadZero bool
+// attachment returns the certificate encoded with est and ext in a slice
+// of its own, of exactly its length: every message carries one, and at
+// 65,536 members its sets can take 16 KiB, which a copy from a reused
+// buffer made twice the work and each member's buffer held for good.
+func (c *certificate) attachment(est, ext []float64) []byte {
+	c.encodeSets()
+	size := 1 + len(c.sets) + uvarintLen(uint64(len(est))) + 8*len(est) + uvarintLen(uint64(len(ext))) + 8*len(ext)
+	return c.encode(make([]byte, 0, size), est, ext)
 }
 
-// sets returns the stable and dead sets, nil for an empty one.
-func (p *peerCert) sets() (stable, dead bitset) {
-	stable, dead = p.stable, p.dead
-	if p.stableZero {
-		stable = nil
+// encodeSets brings the wire form of gen, n and the sets up to date.
+func (c *certificate) encodeSets() {
+	if c.setsVer != c.ver {
+		c.setsVer = c.ver
+		c.sets = binary.AppendUvarint(c.sets[:0], c.gen)
+		c.sets = binary.AppendUvarint(c.sets, uint64(c.n))
+		c.sets = c.stable.appendCountedSet(c.sets, c.n, c.nStable)
+		c.sets = c.dead.appendCountedSet(c.sets, c.n, c.nDead)
 	}
-	if p.deadZero {
-		dead = nil
-	}
-	return stable, dead
+}
+
+// peerCert is a decoded attachment. Its sets stay in their wire form,
+// checked, until they are merged (see certificate.mergeWire).
+type peerCert struct {
+	gen          uint64
+	stable, dead wireSet
+	est, ext     []float64
+}
+
+// wireSet is a set of the n nodes in its wire form (see the attachment's
+// format), checked by decodeCert: form is its first byte; body the
+// bitmap's bytes, or the gaps of a list form; count the number of gaps.
+type wireSet struct {
+	form  byte
+	body  []byte
+	count uint64
 }
 
 // decodeCert parses an attachment of a group of n nodes whose estimates have
@@ -310,10 +413,10 @@ func decodeCert(b []byte, n, k, m int, into *peerCert) error {
 	b = b[w:]
 	into.gen = gen
 	var err error
-	if into.stable, b, err = readSetInto(b, n, into.stable, &into.stableZero); err != nil {
+	if into.stable, b, err = checkSet(b, n); err != nil {
 		return fmt.Errorf("%w: stable set: %w", errCert, err)
 	}
-	if into.dead, b, err = readSetInto(b, n, into.dead, &into.deadZero); err != nil {
+	if into.dead, b, err = checkSet(b, n); err != nil {
 		return fmt.Errorf("%w: dead set: %w", errCert, err)
 	}
 	gotK, w := binary.Uvarint(b)
@@ -359,14 +462,26 @@ func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
 func (s bitset) set(i int)      { s[i/64] |= 1 << (i % 64) }
 func (s bitset) has(i int) bool { return s[i/64]&(1<<(i%64)) != 0 }
 func (s bitset) clear()         { clear(s) }
-func (s bitset) clear1(i int)   { s[i/64] &^= 1 << (i % 64) }
 
-// members lists the ids in the set, below n.
+// clear1 removes i; on a nil set, which stands for an empty one, it does
+// nothing.
+func (s bitset) clear1(i int) {
+	if s != nil {
+		s[i/64] &^= 1 << (i % 64)
+	}
+}
+
+// members lists the ids in the set, below n, in increasing order.
 func (s bitset) members(n int) []gossip.NodeID {
 	var out []gossip.NodeID
-	for i := range n {
-		if s.has(i) {
-			out = append(out, gossip.NodeID(i))
+	for w, word := range s {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			word &^= 1 << b
+			if w*64+b >= n {
+				return out
+			}
+			out = append(out, gossip.NodeID(w*64+b))
 		}
 	}
 	return out
@@ -395,7 +510,11 @@ func (s bitset) appendBytes(dst []byte, n int) []byte {
 // appendSet writes the set of n nodes in its shortest form (see the
 // attachment's wire format).
 func (s bitset) appendSet(dst []byte, n int) []byte {
-	c := s.count()
+	return s.appendCountedSet(dst, n, s.count())
+}
+
+// appendCountedSet is appendSet for a set of c members.
+func (s bitset) appendCountedSet(dst []byte, n, c int) []byte {
 	per := uvarintLen(uint64(n)) // bytes per gap, at most
 	bitmap := (n + 7) / 8
 	switch {
@@ -416,6 +535,9 @@ func (s bitset) appendList(dst []byte, n, c int, complement bool) []byte {
 	dst = binary.AppendUvarint(dst, uint64(c))
 	next := 0 // the id a gap of zero stands for
 	for w, word := range s {
+		if c == 0 {
+			break // every id written: the words left hold none
+		}
 		if complement {
 			word = ^word
 		}
@@ -428,6 +550,7 @@ func (s bitset) appendList(dst []byte, n, c int, complement bool) []byte {
 			}
 			dst = binary.AppendUvarint(dst, uint64(id-next))
 			next = id + 1
+			c--
 		}
 	}
 	return dst
@@ -445,58 +568,146 @@ var errSet = errors.New("bad set")
 // returns what follows it. It never panics, and loops at most once per
 // byte of b or per word of the set.
 func readSet(b []byte, n int, into bitset) (bitset, []byte, error) {
-	zero := false
-	return readSetInto(b, n, into, &zero)
+	ws, rest, err := checkSet(b, n)
+	if err != nil {
+		return into, nil, err
+	}
+	return ws.bitset(n, into), rest, nil
 }
 
-// readSetInto is readSet for a set whose words are all zero if *zero is
-// true; it sets *zero to whether they are afterwards.
-func readSetInto(b []byte, n int, into bitset, zero *bool) (bitset, []byte, error) {
-	wasZero := *zero && len(into) == (n+63)/64
-	*zero = false
+// checkSet checks a set of n nodes written by appendSet and returns it in
+// its wire form, and what follows it. It never panics, and loops at most
+// once per byte of b.
+func checkSet(b []byte, n int) (wireSet, []byte, error) {
 	if len(b) < 1 {
-		return into, nil, fmt.Errorf("%w: truncated", errSet)
+		return wireSet{}, nil, fmt.Errorf("%w: truncated", errSet)
 	}
 	form, b := b[0], b[1:]
 	switch form {
 	case setBitmap:
 		nb := (n + 7) / 8
 		if len(b) < nb {
-			return into, nil, fmt.Errorf("%w: bitmap truncated", errSet)
+			return wireSet{}, nil, fmt.Errorf("%w: bitmap truncated", errSet)
 		}
-		return into.fromBytes(b[:nb], n), b[nb:], nil
+		return wireSet{form: form, body: b[:nb]}, b[nb:], nil
 	case setList, setAllBut:
 	default:
-		return into, nil, fmt.Errorf("%w: form %d", errSet, form)
-	}
-	if !wasZero {
-		into = into.fromBytes(nil, n)
+		return wireSet{}, nil, fmt.Errorf("%w: form %d", errSet, form)
 	}
 	c, w := binary.Uvarint(b)
 	if w <= 0 || c > uint64(n) || c > uint64(len(b)-w) {
-		return into, nil, fmt.Errorf("%w: count", errSet)
+		return wireSet{}, nil, fmt.Errorf("%w: count", errSet)
 	}
 	b = b[w:]
+	body := b
 	next := uint64(0)
 	for range c {
 		gap, w := binary.Uvarint(b)
 		if w <= 0 || gap >= uint64(n)-next {
-			return into, nil, fmt.Errorf("%w: id out of range", errSet)
+			return wireSet{}, nil, fmt.Errorf("%w: id out of range", errSet)
 		}
 		b = b[w:]
-		into.set(int(next + gap))
 		next += gap + 1
 	}
-	if form == setAllBut {
-		for i := range into {
-			into[i] = ^into[i]
+	return wireSet{form: form, body: body[:len(body)-len(b)], count: c}, b, nil
+}
+
+// bitset returns the set as a bitset of n bits, reusing into.
+func (s wireSet) bitset(n int, into bitset) bitset {
+	into = into.fromBytes(nil, n)
+	src := s.words(n)
+	for {
+		w, word, ok := src.next()
+		if !ok {
+			return into
 		}
-		if rest := n % 64; rest != 0 {
-			into[len(into)-1] &= 1<<rest - 1
+		into[w] = word
+	}
+}
+
+// words yields the words of a set of n nodes that decodeCert checked: a
+// bitmap's and a complement's every word, a list's only those it names.
+func (s wireSet) words(n int) wireWords {
+	r := wireWords{form: s.form, b: s.body, left: s.count, n: n, nw: (n + 63) / 64, pend: -1}
+	if s.form != setBitmap {
+		r.advance()
+	}
+	return r
+}
+
+// wireWords reads a wireSet word by word (see wireSet.words).
+type wireWords struct {
+	form  byte
+	b     []byte // the bitmap's bytes, or the gaps not read yet
+	left  uint64 // gaps not read yet
+	n, nw int    // nodes and words of the set
+	w     int    // the next word of a bitmap or complement
+	pend  int    // the next id of a list, -1 once there is none
+	after int    // the id a gap of zero stands for
+}
+
+// advance reads the next id of a list into pend.
+func (r *wireWords) advance() {
+	if r.left == 0 {
+		r.pend = -1
+		return
+	}
+	gap, w := binary.Uvarint(r.b)
+	r.b = r.b[w:]
+	r.left--
+	r.pend = r.after + int(gap)
+	r.after = r.pend + 1
+}
+
+func (r *wireWords) next() (int, uint64, bool) {
+	switch r.form {
+	case setList:
+		if r.pend < 0 {
+			return 0, 0, false
+		}
+		w := r.pend / 64
+		var word uint64
+		for r.pend >= 0 && r.pend/64 == w {
+			word |= 1 << (r.pend % 64)
+			r.advance()
+		}
+		return w, word, true
+	case setAllBut:
+		if r.w >= r.nw {
+			return 0, 0, false
+		}
+		w := r.w
+		r.w++
+		word := ^uint64(0)
+		for r.pend >= 0 && r.pend/64 == w {
+			word &^= 1 << (r.pend % 64)
+			r.advance()
+		}
+		return w, word & r.mask(w), true
+	}
+	// setBitmap
+	if r.w >= r.nw {
+		return 0, 0, false
+	}
+	w := r.w
+	r.w++
+	var word uint64
+	if 8*(w+1) <= len(r.b) {
+		word = binary.LittleEndian.Uint64(r.b[8*w:])
+	} else {
+		for i := 8 * w; i < len(r.b); i++ {
+			word |= uint64(r.b[i]) << (8 * (i % 8))
 		}
 	}
-	*zero = c == 0 && form == setList
-	return into, b, nil
+	return w, word & r.mask(w), true
+}
+
+// mask keeps the bits of word w that name nodes below n.
+func (r *wireWords) mask(w int) uint64 {
+	if rest := r.n - 64*w; rest < 64 {
+		return 1<<rest - 1
+	}
+	return ^uint64(0)
 }
 
 // fromBytes fills a set of n bits from its byte form, reusing s; bits at

@@ -3,7 +3,9 @@ package member
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,6 +74,7 @@ func TestCertificateWireRoundTrip(t *testing.T) {
 	c.stable.set(0)
 	c.stable.set(69)
 	c.dead.set(33)
+	recount(c)
 	est := []float64{1.5, math.Inf(-1), math.Copysign(0, -1)}
 	ext := []float64{-7, 3}
 	b := c.encode(nil, est, ext)
@@ -79,8 +82,8 @@ func TestCertificateWireRoundTrip(t *testing.T) {
 	require.NoError(t, decodeCert(b, 70, 3, 2, &p))
 	assert.Equal(t, ext, p.ext)
 	assert.Equal(t, uint64(300), p.gen)
-	assert.Equal(t, c.stable, p.stable)
-	assert.Equal(t, c.dead, p.dead)
+	assert.Equal(t, c.stable, p.stable.bitset(70, nil))
+	assert.Equal(t, c.dead, p.dead.bitset(70, nil))
 	for i := range est {
 		assert.Equal(t, math.Float64bits(est[i]), math.Float64bits(p.est[i]))
 	}
@@ -225,6 +228,7 @@ func FuzzDecodeCert(f *testing.F) {
 				c.stable.set(j)
 			}
 		}
+		recount(c)
 		f.Add(c.encode(nil, []float64{1, 2}, nil), uint16(200))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, n16 uint16) {
@@ -233,18 +237,25 @@ func FuzzDecodeCert(f *testing.F) {
 		if decodeCert(b, n, 2, 0, &p) != nil {
 			return
 		}
-		for _, s := range []bitset{p.stable, p.dead} {
+		for _, s := range []bitset{p.stable.bitset(n, nil), p.dead.bitset(n, nil)} {
 			require.Len(t, s, (n+63)/64)
 			for j := n; j < 64*len(s); j++ {
 				require.False(t, s.has(j), "bit %d of a group of %d", j, n)
 			}
 		}
+		// Merged from the wire form, they do what their bitsets do.
+		c, ref := newCertificate(n, 0, 1, 1e-9), newCertificate(n, 0, 1, 1e-9)
+		require.Equal(t, refMerge(ref, p.gen, p.stable.bitset(n, nil), p.dead.bitset(n, nil)), c.mergeWire(p.gen, p.stable, p.dead))
+		require.Equal(t, ref.stable, c.stable)
+		require.Equal(t, ref.dead, c.dead)
+		require.Equal(t, c.stable.count(), c.nStable)
+		require.Equal(t, c.dead.count(), c.nDead)
 	})
 }
 
 // The certificate keeps what it derives from its sets (complete, live, the
-// sets' wire form) and a peer's decoded sets are reused without clearing
-// while they are empty. Both are checked against computing afresh, over a
+// sets' wire form), and merges a peer's sets straight from their wire form.
+// Both are checked against computing afresh, over a
 // random walk through every change a certificate sees: agreement,
 // disagreement, withdrawal, merges of sets empty and not (in every wire
 // form) and deaths.
@@ -296,17 +307,28 @@ func TestCertificateCachesAgreeWithAFreshLook(t *testing.T) {
 						}
 					}
 				}
+				recount(p)
 				b := p.encode(nil, []float64{1}, nil)
-				var fresh peerCert
-				require.NoError(t, decodeCert(b, n, 1, 0, &fresh))
 				require.NoError(t, decodeCert(b, n, 1, 0, &reused))
-				rs, rd := reused.sets()
-				assert.Equal(t, ids(fresh.stable), ids(rs), "n %d step %d: stable set decoded into a reused one", n, step)
-				assert.Equal(t, ids(fresh.dead), ids(rd), "n %d step %d: dead set decoded into a reused one", n, step)
-				c.merge(reused.gen, rs, rd)
+				rs, rd := reused.stable.bitset(n, nil), reused.dead.bitset(n, nil)
+				assert.Equal(t, ids(p.stable), ids(rs), "n %d step %d: stable set decoded", n, step)
+				assert.Equal(t, ids(p.dead), ids(rd), "n %d step %d: dead set decoded", n, step)
+				// Merging from the wire form does what merging the decoded
+				// bitsets does.
+				ref, verBefore := *c, c.ver
+				ref.stable, ref.dead = slices.Clone(c.stable), slices.Clone(c.dead)
+				wantFresh := refMerge(&ref, reused.gen, rs, rd)
+				gotFresh := c.mergeWire(reused.gen, reused.stable, reused.dead)
+				assert.Equal(t, wantFresh, gotFresh, "n %d step %d: newly dead", n, step)
+				assert.Equal(t, ref.gen, c.gen, "n %d step %d: generation", n, step)
+				assert.Equal(t, ids(ref.stable), ids(c.stable), "n %d step %d: stable set merged", n, step)
+				assert.Equal(t, ids(ref.dead), ids(c.dead), "n %d step %d: dead set merged", n, step)
+				assert.Equal(t, ref.ver != verBefore, c.ver != verBefore, "n %d step %d: a change counted", n, step)
 			}
 			require.Equal(t, c.scanComplete(), c.complete(), "n %d step %d: complete", n, step)
 			require.Equal(t, n-c.dead.count(), c.live(), "n %d step %d: live", n, step)
+			require.Equal(t, c.stable.count(), c.nStable, "n %d step %d: stable members counted", n, step)
+			require.Equal(t, c.dead.count(), c.nDead, "n %d step %d: dead members counted", n, step)
 			want := []byte{certVersion}
 			want = binary.AppendUvarint(want, c.gen)
 			want = binary.AppendUvarint(want, uint64(n))
@@ -316,4 +338,65 @@ func TestCertificateCachesAgreeWithAFreshLook(t *testing.T) {
 			require.Equal(t, want, got[:len(want)], "n %d step %d: encoded sets", n, step)
 		}
 	}
+}
+
+func TestAttachmentIsEncodeExactly(t *testing.T) {
+	for _, n := range []int{1, 70, 1000, 65536} {
+		c := newCertificate(n, 0, 1, 1e-9)
+		c.gen = 1 << 40
+		for j := range n {
+			if j%3 == 0 {
+				c.stable.set(j)
+			}
+		}
+		recount(c)
+		for _, v := range [][2][]float64{{nil, nil}, {{1, 2}, nil}, {{1}, {5, 6, 7}}} {
+			a := c.attachment(v[0], v[1])
+			assert.Equal(t, c.encode(nil, v[0], v[1]), a, "n=%d", n)
+			assert.Equal(t, len(a), cap(a), "n=%d: one allocation of the exact size", n)
+		}
+	}
+}
+
+// recount brings a certificate whose sets a test wrote directly up to date.
+func recount(c *certificate) {
+	c.nStable, c.nDead = c.stable.count(), c.dead.count()
+	c.ver++
+}
+
+// refMerge is merge as it was written before mergeWire, on bitsets, word by
+// word: the reference the wire-form merge is checked against.
+func refMerge(c *certificate, gen uint64, stable, dead bitset) []int {
+	var fresh []int
+	for w := range dead {
+		add := dead[w] &^ c.dead[w]
+		if add == 0 {
+			continue
+		}
+		c.dead[w] |= add
+		c.ver++
+		for add != 0 {
+			b := bits.TrailingZeros64(add)
+			add &^= 1 << b
+			fresh = append(fresh, w*64+b)
+		}
+	}
+	switch {
+	case gen > c.gen:
+		c.gen = gen
+		c.ver++
+		copy(c.stable, stable)
+		if c.streak >= c.need {
+			c.stable.set(c.self)
+		}
+	case gen == c.gen:
+		for w := range stable {
+			if add := stable[w] &^ c.stable[w]; add != 0 {
+				c.stable[w] |= add
+				c.ver++
+			}
+		}
+	}
+	c.nStable, c.nDead = c.stable.count(), c.dead.count()
+	return fresh
 }

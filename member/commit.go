@@ -96,7 +96,7 @@ func (m *Machine) propose(now time.Duration, own []float64) {
 // sendAll sends a control message to every member not known dead.
 func (m *Machine) sendAll(o *op, tag uint64, payload []float64) {
 	for j := range m.r.n {
-		if j == int(m.r.ID) || (o.cert != nil && o.cert.dead.has(j)) || (o.px.votes != nil && o.px.votes.has(j)) {
+		if j == int(m.r.ID) || (o.cert != nil && o.cert.isDead(j)) || (o.px.votes != nil && o.px.votes.has(j)) {
 			continue
 		}
 		m.control(o, gossip.NodeID(j), tag, slices.Clone(payload))

@@ -112,14 +112,14 @@ func (m *Machine) gossipConfig(req Op, epoch uint64) gossip.Config {
 func (m *Machine) certify(now time.Duration, o *op) {
 	r := m.r
 	o.cert = newCertificate(r.n, int(r.ID), r.need, r.theta)
-	for k := range r.Graph.Degree(r.ID) {
-		o.heard[r.Graph.Neighbor(r.ID, k)] = now
+	for k := range o.nbr {
+		o.nbr[k].heard, o.nbr[k].watch = now, true
 	}
 	o.lastHeard = now
-	for j := range r.n {
-		if m.absent.has(j) && j != int(r.ID) {
-			o.cert.markDead(j)
-			m.excluded(gossip.NodeID(j))
+	for _, j := range m.absent.members(r.n) {
+		if j != r.ID {
+			o.cert.markDead(int(j))
+			m.excluded(j)
 		}
 	}
 }

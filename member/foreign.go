@@ -44,7 +44,9 @@ func (m *Machine) Foreign(now time.Duration, j gossip.NodeID, why string) {
 	}
 	first := !m.foreign.has(int(j))
 	m.foreign.set(int(j))
-	m.agreed.clear1(int(j))
+	if i, found := slices.BinarySearch(m.agreed, j); found {
+		m.agreed = slices.Delete(m.agreed, i, i+1)
+	}
 	if why != "" || first {
 		m.why[j] = why
 	}
@@ -62,7 +64,7 @@ func (m *Machine) Foreign(now time.Duration, j gossip.NodeID, why string) {
 		return
 	}
 	// j cannot take part: do not wait for it.
-	m.absent.set(int(j))
+	m.setAbsent(int(j))
 	if !m.Active() {
 		return
 	}
@@ -84,7 +86,7 @@ func (m *Machine) misconfigured() error {
 		return nil
 	}
 	k := m.foreign.count()
-	if k == 0 || k < min(3, m.r.n-1) || k <= m.agreed.count() {
+	if k == 0 || k < min(3, m.r.n-1) || k <= len(m.agreed) {
 		return nil
 	}
 	// The difference most of them reported (ties: the first in order).
@@ -112,5 +114,5 @@ func (m *Machine) misconfigured() error {
 		list = append(list, "…")
 	}
 	return fmt.Errorf("%w: this member's configuration is not the group's: %d members (%s) run %s, %d were heard under this member's",
-		ErrGroupMismatch, k, strings.Join(list, ", "), what, m.agreed.count())
+		ErrGroupMismatch, k, strings.Join(list, ", "), what, len(m.agreed))
 }

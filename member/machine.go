@@ -148,10 +148,12 @@ type op struct {
 	injRand    *rand.Rand
 	start      time.Duration
 	lastSend   time.Duration
-	idleShift  uint                            // idle steps wait Idle << idleShift (see tickOp)
-	heard      map[gossip.NodeID]time.Duration // neighbours: when last heard from
-	ever       map[gossip.NodeID]bool          // neighbours heard from in this operation
-	pinged     map[gossip.NodeID]time.Duration // neighbours: when last probed
+	idleShift  uint // idle steps wait Idle << idleShift (see tickOp)
+	// nbr holds the failure detector's view of each neighbour, in the
+	// order of Machine.nbrs: a slice searched by id costs a few compares
+	// where a map per operation cost a hash and, at a large simulated
+	// group, cache misses on every message.
+	nbr        []nbrState
 	told       map[gossip.NodeID]time.Duration // members: when last sent a result, abort or exclusion
 	lastHeard  time.Duration                   // when any neighbour was last heard from
 	sent       int
@@ -167,6 +169,14 @@ type op struct {
 	left       []gossip.NodeID // members that left during the operation
 }
 
+// nbrState is what an operation knows of one neighbour.
+type nbrState struct {
+	heard  time.Duration // when last heard from, while watched
+	pinged time.Duration // when last probed
+	watch  bool          // watched by the failure detector: from certify until excluded
+	ever   bool          // heard from in this operation
+}
+
 // Machine is one member of a group: the runtime protocol around the gossip
 // algorithm — failure detection (probe, suspect, declare), the convergence
 // certificate, the root and its take-over, exclusion and rejoin, the result
@@ -180,21 +190,21 @@ type op struct {
 type Machine struct {
 	r        *resolved
 	log      interface{ Debug(string, ...any) }
+	nbrs     []gossip.NodeID // the overlay neighbours, sorted, without repeats
 	bnode    *broadcast.Node
 	epoch    uint64 // the last operation started
 	ops      int    // operations started
 	cur      *op
-	finished []*op  // the last few finished operations, newest last
-	absent   bitset // members not counted from the start of the next operation
-	agreed   bitset // members heard from under this member's configuration, and not found foreign since
-	foreign  bitset // members found running another configuration (nil until the first; see Foreign)
+	finished []*op           // the last few finished operations, newest last
+	absent   bitset          // members not counted from the start of the next operation; nil while none is (see setAbsent)
+	agreed   []gossip.NodeID // members heard from under this member's configuration, and not found foreign since, in order (see agree)
+	foreign  bitset          // members found running another configuration (nil until the first; see Foreign)
 	why      map[gossip.NodeID]string
 	future   []gossip.Message
 	est      []float64
 	peer     peerCert
 	out      []gossip.Message
 	scratch  []gossip.Message
-	buf      []byte
 	outcome  *Outcome
 	stats    Stats
 	lastTick time.Duration // when Tick was last called
@@ -215,7 +225,49 @@ func New(cfg Config) (*Machine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("result broadcast: %w", err)
 	}
-	return &Machine{r: r, log: r.Logger.With("node", r.ID), bnode: bn, absent: newBitset(r.n), agreed: newBitset(r.n)}, nil
+	nbrs := make([]gossip.NodeID, 0, r.Graph.Degree(r.ID))
+	for k := range r.Graph.Degree(r.ID) {
+		nbrs = append(nbrs, r.Graph.Neighbor(r.ID, k))
+	}
+	slices.Sort(nbrs)
+	nbrs = slices.Compact(nbrs)
+	return &Machine{r: r, log: r.Logger.With("node", r.ID), nbrs: nbrs, bnode: bn}, nil
+}
+
+// agree records that member j was heard from under this member's
+// configuration. A sorted list, not a set of N bits: a member hears from
+// a few dozen others (the root from half the group), and N bits for each
+// of N simulated members is a large simulation's memory again.
+func (m *Machine) agree(j gossip.NodeID) {
+	if i, found := slices.BinarySearch(m.agreed, j); !found {
+		m.agreed = slices.Insert(m.agreed, i, j)
+	}
+}
+
+// setAbsent adds member j to the members away. The set is made on the
+// first: nearly always none is away, and a set of N bits for each of N
+// members was an eighth of a large simulation's memory.
+func (m *Machine) setAbsent(j int) {
+	if m.absent == nil {
+		m.absent = newBitset(m.r.n)
+	}
+	m.absent.set(j)
+}
+
+// nbrIndex returns neighbour j's position in m.nbrs; ok is false when j is
+// not a neighbour.
+func (m *Machine) nbrIndex(j gossip.NodeID) (int, bool) {
+	return slices.BinarySearch(m.nbrs, j)
+}
+
+// watched returns operation o's state of neighbour j if the failure
+// detector watches it, nil otherwise.
+func (m *Machine) watched(o *op, j gossip.NodeID) *nbrState {
+	k, ok := m.nbrIndex(j)
+	if !ok || k >= len(o.nbr) || !o.nbr[k].watch {
+		return nil
+	}
+	return &o.nbr[k]
 }
 
 // ID returns the member's id.
@@ -236,6 +288,18 @@ func (m *Machine) Outbox() []gossip.Message {
 	out := m.out
 	m.out = nil
 	return out
+}
+
+// AppendOutbox appends the messages to send to dst, in order, and empties
+// the outbox as Outbox does, but keeps its storage for the next messages: a
+// driver that is done with the messages before it calls the machine again
+// (a simulator) allocates no outbox per call. The messages' payloads and
+// attachments belong to the caller, as with Outbox.
+func (m *Machine) AppendOutbox(dst []gossip.Message) []gossip.Message {
+	dst = append(dst, m.out...)
+	clear(m.out)
+	m.out = m.out[:0]
+	return dst
 }
 
 // TakeOutcome returns the outcome of the operation that has just ended, once.
@@ -357,9 +421,8 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 	r := m.r
 	gm, err := r.Algorithm.New(m.gossipConfig(req, epoch))
 	o := &op{req: req, epoch: epoch, m: gm, start: now, lastSend: now, progressAt: now,
-		ext:   slices.Clone(req.Extremes),
-		heard: map[gossip.NodeID]time.Duration{}, ever: map[gossip.NodeID]bool{},
-		pinged: map[gossip.NodeID]time.Duration{}, told: map[gossip.NodeID]time.Duration{}}
+		ext: slices.Clone(req.Extremes), nbr: make([]nbrState, len(m.nbrs)),
+		told: map[gossip.NodeID]time.Duration{}}
 	m.cur = o
 	if err == nil {
 		err = m.misconfigured()
@@ -412,8 +475,7 @@ func (m *Machine) emitFor(now time.Duration, o *op, out []gossip.Message) {
 	var attach []byte
 	if o.cert != nil {
 		m.est = o.m.Estimate(m.est[:0])
-		m.buf = o.cert.encode(m.buf[:0], m.est, o.ext)
-		attach = slices.Clone(m.buf)
+		attach = o.cert.attachment(m.est, o.ext)
 	}
 	for i := range out {
 		msg := out[i]
@@ -460,7 +522,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		m.reject("address", msg, gossip.ErrForeignMessage)
 		return
 	}
-	m.agreed.set(int(msg.From))
+	m.agree(msg.From)
 	if m.foreign != nil {
 		m.foreign.clear1(int(msg.From))
 	}
@@ -494,7 +556,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 	if o == nil {
 		return // long finished; its result went out then
 	}
-	if _, nb := o.heard[msg.From]; nb && !o.done {
+	if nb := m.watched(o, msg.From); nb != nil && !o.done {
 		if gap := now - o.lastHeard; o.cert != nil && gap > m.r.Suspect/2 {
 			// Back from isolation (see tickOp): the others were as
 			// silent as this one because the network was gone. Keep
@@ -504,9 +566,9 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 			m.forgive(now, gap)
 			m.stats.Isolations++
 		}
-		o.heard[msg.From] = now
+		nb.heard = now
 		o.lastHeard = now
-		o.ever[msg.From] = true
+		nb.ever = true
 	}
 	if msg.Kind == gossip.KindControl {
 		m.onControl(now, o, msg)
@@ -531,7 +593,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		}
 	}
 	if o.cert != nil {
-		if o.cert.dead.has(int(msg.From)) {
+		if o.cert.isDead(int(msg.From)) {
 			// It was declared dead (or absent) but is alive: it misses this
 			// operation and is counted again from the next.
 			m.absent.clear1(int(msg.From))
@@ -550,11 +612,10 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 			m.reject("certificate", msg, err)
 			return
 		}
-		stable, dead := m.peer.sets()
-		for _, j := range o.cert.merge(m.peer.gen, stable, dead) {
+		for _, j := range o.cert.mergeWire(m.peer.gen, m.peer.stable, m.peer.dead) {
 			m.excluded(gossip.NodeID(j))
 		}
-		if o.cert.dead.has(int(m.r.ID)) {
+		if o.cert.isDead(int(m.r.ID)) {
 			m.excludedSelf(now, o, msg.From)
 			return
 		}
@@ -611,7 +672,7 @@ func (m *Machine) membership(now time.Duration, msg gossip.Message) {
 			o.hello = append(o.hello, msg.From)
 		}
 	case tagLeave:
-		m.absent.set(j)
+		m.setAbsent(j)
 		if m.Active() {
 			if !slices.Contains(o.left, msg.From) {
 				o.left = append(o.left, msg.From)
@@ -637,7 +698,7 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 		// A member this one has declared dead is out of the operation:
 		// its word cannot stop the others, who may be deciding without
 		// it (it could have the other length, and be the one to fail).
-		if !o.done && (o.cert == nil || !o.cert.dead.has(int(msg.From))) {
+		if !o.done && (o.cert == nil || !o.cert.isDead(int(msg.From))) {
 			m.mismatch(now, fmt.Errorf("%w: %s found that the members' vectors differ in length (this member has %d components)", ErrGroupMismatch, m.sender(msg.From), len(o.req.Values)))
 		}
 	case tagExcluded:
@@ -648,7 +709,7 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 		switch {
 		case o.done:
 			m.answerLate(now, o, msg.From)
-		case o.cert != nil && o.cert.dead.has(int(msg.From)):
+		case o.cert != nil && o.cert.isDead(int(msg.From)):
 			m.absent.clear1(int(msg.From))
 			m.tell(now, o, msg.From, tagExcluded, nil)
 		default:
@@ -708,11 +769,12 @@ func (m *Machine) reject(what string, msg gossip.Message, err error) {
 // estimate, so its certificate is withdrawn.
 func (m *Machine) excluded(j gossip.NodeID) {
 	o := m.cur
-	if _, nb := o.heard[j]; !nb {
+	nb := m.watched(o, j)
+	if nb == nil {
 		return
 	}
 	o.m.Exclude(j)
-	delete(o.heard, j)
+	nb.watch = false
 	o.cert.unsettle()
 	m.stats.Excluded++
 	m.log.Debug("excluded", "peer", j)
@@ -747,8 +809,10 @@ func (m *Machine) Tick(now time.Duration) {
 // which is no sign that its messages were lost (see tickOp's idle step).
 func (m *Machine) forgive(now, d time.Duration) {
 	o := m.cur
-	for j, t := range o.heard {
-		o.heard[j] = t + d
+	for k := range o.nbr {
+		if o.nbr[k].watch {
+			o.nbr[k].heard += d
+		}
 	}
 	o.lastHeard += d
 	o.lastSend = min(o.lastSend+d, now)
@@ -774,20 +838,23 @@ func (m *Machine) tickOp(now time.Duration) {
 	// server stopped for 6 s made every member of 16 exclude every other.
 	if o.cert != nil {
 		isolated := now-o.lastHeard > m.r.Suspect/2
-		for _, j := range sortedKeys(o.heard) {
-			t := o.heard[j]
+		for k, j := range m.nbrs {
+			nb := &o.nbr[k]
+			if !nb.watch {
+				continue
+			}
 			limit := m.r.Suspect
-			if !o.ever[j] && m.ops == 1 {
+			if !nb.ever && m.ops == 1 {
 				limit *= 4
 			}
-			quiet := now - t
+			quiet := now - nb.heard
 			switch {
 			case quiet > limit && !isolated:
 				if o.cert.markDead(int(j)) {
 					m.excluded(j)
 				}
-			case quiet > limit/4 && now-o.pinged[j] > m.r.Suspect/16:
-				o.pinged[j] = now
+			case quiet > limit/4 && now-nb.pinged > m.r.Suspect/16:
+				nb.pinged = now
 				m.control(o, j, tagPing, nil)
 			}
 		}
@@ -894,17 +961,6 @@ func quiet(o *op) {
 	if q, ok := o.m.(quieter); ok && o.cert != nil {
 		q.Quiet(o.cert.complete())
 	}
-}
-
-// sortedKeys returns the keys of a neighbour map in increasing order, so
-// that what a tick sends does not depend on map iteration order.
-func sortedKeys[V any](mp map[gossip.NodeID]V) []gossip.NodeID {
-	keys := make([]gossip.NodeID, 0, len(mp))
-	for k := range mp {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // checkDone finishes a finite algorithm, or lets the root broadcast once
@@ -1118,13 +1174,15 @@ func (m *Machine) deliver(now time.Duration, payload []float64, root gossip.Node
 	}
 	// The group's view of who is away holds from the next operation on,
 	// except for members that announced themselves since.
-	copy(m.absent, dead)
+	if m.absent != nil || dead.count() > 0 {
+		m.absent = append(m.absent[:0], dead...)
+	}
 	m.absent.clear1(int(m.r.ID))
 	for _, j := range o.hello {
 		m.absent.clear1(int(j))
 	}
 	for _, j := range o.left {
-		m.absent.set(int(j))
+		m.setAbsent(int(j))
 	}
 	m.finish(now, Result{Value: values, Extremes: slices.Clone(ext), Epoch: o.epoch, Live: live, Root: root, Absent: dead.members(m.r.n)}, nil)
 }

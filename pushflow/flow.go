@@ -79,7 +79,7 @@ type Machine struct {
 	tau     float64
 	input   []float64
 	nbr     []gossip.NodeID
-	index   map[gossip.NodeID]int32
+	index   peerIndex
 	flows   []float64 // len(nbr)*width
 	gone    []bool    // excluded
 	live    int
@@ -214,14 +214,13 @@ func build(cfg gossip.Config, tagged bool, c Correction) (*Machine, error) {
 	}
 	deg := cfg.Overlay.Degree(cfg.ID)
 	m.nbr = make([]gossip.NodeID, 0, deg)
-	m.index = make(map[gossip.NodeID]int32, deg)
 	for n := range deg {
-		j := cfg.Overlay.Neighbor(cfg.ID, n)
-		if _, dup := m.index[j]; dup || j == cfg.ID {
-			return nil, fmt.Errorf("pushflow: %w: node %d lists neighbour %d twice or itself", gossip.ErrInvalidConfig, cfg.ID, j)
-		}
-		m.index[j] = int32(n)
-		m.nbr = append(m.nbr, j)
+		m.nbr = append(m.nbr, cfg.Overlay.Neighbor(cfg.ID, n))
+	}
+	var ok bool
+	var j gossip.NodeID
+	if m.index, j, ok = newPeerIndex(m.nbr, cfg.ID); !ok {
+		return nil, fmt.Errorf("pushflow: %w: node %d lists neighbour %d twice or itself", gossip.ErrInvalidConfig, cfg.ID, j)
 	}
 	m.live = deg
 	m.flows = make([]float64, deg*m.width)
@@ -400,7 +399,7 @@ func (m *Machine) check(msg gossip.Message) (int, error) {
 	case len(msg.Payload) != m.width:
 		return 0, fmt.Errorf("pushflow: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), m.width)
 	}
-	n, ok := m.index[msg.From]
+	n, ok := m.index.lookup(msg.From)
 	if !ok || m.gone[n] {
 		return 0, fmt.Errorf("pushflow: %w: %d is not a live neighbour of %d", gossip.ErrUnknownPeer, msg.From, m.id)
 	}
@@ -737,7 +736,7 @@ func (m *Machine) Estimate(dst []float64) []float64 {
 // converge to the aggregate over the survivors. Messages from it are then
 // rejected with gossip.ErrUnknownPeer.
 func (m *Machine) Exclude(peer gossip.NodeID) {
-	n, ok := m.index[peer]
+	n, ok := m.index.lookup(peer)
 	if !ok || m.gone[n] {
 		return
 	}
@@ -795,7 +794,7 @@ func (m *Machine) triple(yield func(gossip.Word) bool, place gossip.Place, peer 
 // Flow returns a copy of the flow to peer (nil if peer is not a neighbour),
 // for tests and diagnostics.
 func (m *Machine) Flow(peer gossip.NodeID) []float64 {
-	n, ok := m.index[peer]
+	n, ok := m.index.lookup(peer)
 	if !ok {
 		return nil
 	}

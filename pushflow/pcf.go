@@ -19,7 +19,7 @@ type CancelMachine struct {
 	input    []float64
 	phi      []float64 // φ_i, the accumulator
 	nbr      []gossip.NodeID
-	index    map[gossip.NodeID]int32
+	index    peerIndex
 	flows    []float64 // per neighbour two flows of k+1 words: f_{i,j,0}, f_{i,j,1}
 	absorbed []float64 // per neighbour: the cancelled flows, so Exclude can undo the edge
 	c        []uint8
@@ -55,7 +55,6 @@ func buildPCF(cfg gossip.Config, fixed bool) (*CancelMachine, error) {
 		id: cfg.ID, epoch: cfg.Epoch, rng: rand.New(cfg.Source()), k: k, fixed: fixed,
 		input:    append(append([]float64(nil), cfg.Value...), cfg.Weight()),
 		phi:      make([]float64, k+1),
-		index:    make(map[gossip.NodeID]int32, deg),
 		flows:    make([]float64, deg*2*(k+1)),
 		absorbed: make([]float64, deg*(k+1)),
 		c:        make([]uint8, deg), r: make([]uint64, deg),
@@ -63,13 +62,13 @@ func buildPCF(cfg gossip.Config, fixed bool) (*CancelMachine, error) {
 		e: make([]float64, k+1),
 	}
 	for n := range deg {
-		j := cfg.Overlay.Neighbor(cfg.ID, n)
-		if _, dup := m.index[j]; dup || j == cfg.ID {
-			return nil, fmt.Errorf("pushflow: %w: node %d lists neighbour %d twice or itself", gossip.ErrInvalidConfig, cfg.ID, j)
-		}
-		m.index[j] = int32(n)
-		m.nbr = append(m.nbr, j)
+		m.nbr = append(m.nbr, cfg.Overlay.Neighbor(cfg.ID, n))
 	}
+	index, j, ok := newPeerIndex(m.nbr, cfg.ID)
+	if !ok {
+		return nil, fmt.Errorf("pushflow: %w: node %d lists neighbour %d twice or itself", gossip.ErrInvalidConfig, cfg.ID, j)
+	}
+	m.index = index
 	return m, nil
 }
 
@@ -86,7 +85,7 @@ func (m *CancelMachine) Discarded() int { return m.discarded }
 
 // Handshake returns (c_ij, r_ij) for neighbour peer, for tests.
 func (m *CancelMachine) Handshake(peer gossip.NodeID) (c uint8, r uint64, ok bool) {
-	n, ok := m.index[peer]
+	n, ok := m.index.lookup(peer)
 	if !ok {
 		return 0, 0, false
 	}
@@ -118,7 +117,7 @@ func (m *CancelMachine) Step(msg gossip.Message, out []gossip.Message) ([]gossip
 	case len(msg.Payload) != 2*w:
 		return out, fmt.Errorf("pushflow: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), 2*w)
 	}
-	n32, ok := m.index[msg.From]
+	n32, ok := m.index.lookup(msg.From)
 	if !ok || m.gone[n32] {
 		return out, fmt.Errorf("pushflow: %w: %d is not a live neighbour of %d", gossip.ErrUnknownPeer, msg.From, m.id)
 	}
@@ -277,7 +276,7 @@ func (m *CancelMachine) Estimate(dst []float64) []float64 {
 // (both flows and what the handshakes cancelled), so the survivors converge
 // to their own aggregate, and peer is never sent to again.
 func (m *CancelMachine) Exclude(peer gossip.NodeID) {
-	n32, ok := m.index[peer]
+	n32, ok := m.index.lookup(peer)
 	if !ok || m.gone[n32] {
 		return
 	}
