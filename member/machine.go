@@ -428,7 +428,7 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 		err = m.misconfigured()
 	}
 	if err != nil {
-		m.finish(now, Result{}, err)
+		m.finish(now, Result{Epoch: epoch}, err)
 		return nil
 	}
 	if !r.Algorithm.Finite {

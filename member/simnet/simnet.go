@@ -76,6 +76,7 @@ const (
 	evBegin
 	evCrash
 	evProcess // take the next message from the member's inbox
+	evForeign // the member learns that member msg runs another configuration (see Misconfigure)
 )
 
 // event is what the queue holds. A message in flight waits in Net.flight,
@@ -85,7 +86,7 @@ const (
 type event struct {
 	kind evKind
 	to   gossip.NodeID
-	msg  int32 // evDeliver: the message's slot in Net.flight
+	msg  int32 // evDeliver: the message's slot in Net.flight; evForeign: the other member
 }
 
 type node struct {
@@ -124,6 +125,7 @@ type Net struct {
 	parts    []partition
 	record   bool
 	recorded []gossip.Message
+	odd      []bool // members that run another configuration (Misconfigure); nil: none
 	// Messages counts the messages sent, Dropped those the network lost,
 	// Events the events members handled.
 	Messages, Dropped, Events int
@@ -220,6 +222,22 @@ type partition struct {
 	side     []int
 	at, heal time.Duration
 }
+
+// Misconfigure makes member id run another configuration of the group
+// than the others (every member so marked shares the same one): as the
+// live transport does, the receiving end drops every message between
+// differently configured members, and both ends learn of it
+// (member.Machine.Foreign), the receiver when the message arrives and the
+// sender one latency later, from the receiver's notice.
+func (n *Net) Misconfigure(id gossip.NodeID) {
+	if n.odd == nil {
+		n.odd = make([]bool, len(n.nodes))
+	}
+	n.odd[id] = true
+}
+
+// foreignPair reports whether a and b run different configurations.
+func (n *Net) foreignPair(a, b gossip.NodeID) bool { return n.odd != nil && n.odd[a] != n.odd[b] }
 
 // Inject delivers msg to msg.To at time at, as if the network carried it: a
 // forged message, or a replay of recorded traffic.
@@ -403,6 +421,8 @@ func (n *Net) handle(ev event) {
 		if err := nd.m.Begin(n.now, nd.op); err != nil {
 			n.record1(ev.to, member.Outcome{Err: err})
 		}
+	case evForeign:
+		nd.m.Foreign(n.now, gossip.NodeID(ev.msg), "another configuration (simulated)")
 	}
 	n.flush(ev.to)
 }
@@ -424,6 +444,12 @@ func (n *Net) flush(id gossip.NodeID) {
 		nd.sent++
 		if n.record {
 			n.recorded = append(n.recorded, msg)
+		}
+		if n.foreignPair(msg.From, msg.To) {
+			n.Dropped++
+			n.q.Push(float64(n.now+n.cfg.Latency), event{kind: evForeign, to: msg.To, msg: int32(msg.From)})
+			n.q.Push(float64(n.now+2*n.cfg.Latency), event{kind: evForeign, to: msg.From, msg: int32(msg.To)})
+			continue
 		}
 		if n.separated(msg.From, msg.To) || n.rng.Float64() < n.cfg.Loss {
 			n.Dropped++

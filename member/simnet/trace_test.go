@@ -144,6 +144,8 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 	case "slow":
 		v, _ := strconv.ParseFloat(args["factor"], 64)
 		net.Slow(id(), v)
+	case "misconfigure":
+		net.Misconfigure(id())
 	case "exit-on-result":
 		k, _ := strconv.Atoi(args["keep"])
 		net.ExitOnResult(id(), k)
