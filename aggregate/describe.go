@@ -31,11 +31,14 @@ func (r *resolved) describe() string {
 }
 
 // settings lists what configHash covers, in order, values quoted where
-// they could hold a line break.
+// they could hold a line break. The topology is the one configured, not
+// the overlay it resolves to (the complete overlay of an algorithm with a
+// fallback is the binomial graph; see member.Overlay): the name the
+// operator wrote is the one to report.
 func (r *resolved) settings() [][2]string {
 	kv := [][2]string{
 		{"nodes", strconv.Itoa(r.Nodes)},
-		{"overlay", r.graph.Name()},
+		{"topology", r.Topology},
 		{"algorithm", r.Algorithm},
 		{"epsilon", strconv.FormatFloat(r.Epsilon, 'g', -1, 64)},
 		{"tau", strconv.FormatFloat(r.Tau, 'g', -1, 64)},

@@ -156,13 +156,15 @@
 // ErrGroupMismatch and tell the others. Members configured differently
 // never exchange a message (the configuration hash differs), but their
 // transports tell each other how they are configured (configuration
-// notices, transport.Endpoint.Foreign): a member that at least min(3, N−1)
-// others say run another configuration, more than it has heard from under
-// its own, is the odd one out and fails every operation at once with
-// ErrGroupMismatch, naming the setting ("… run a configuration with
-// nodes=8 where this member has nodes=9"); the others stop waiting for it,
-// as for a member that left, and their results name it absent. In a group
-// split evenly every member fails. When the
+// notices, transport.Endpoint.Foreign): a member that at least half of
+// its group (N/2 of its own N) say run another configuration, more than
+// it has heard from under its own, is the odd one out and fails every
+// operation at once with ErrGroupMismatch, naming the setting ("… run a
+// configuration with nodes=8 where this member has nodes=9"); the others
+// stop waiting for it, as for a member that left, and their results name
+// it absent. In a group split evenly every member fails. A member
+// configured with a much larger N than the group it meets hears from too
+// few to judge, and fails only at its deadline. When the
 // context ends first, the operation returns ErrNotConverged with this
 // member's own estimate, which the others do not share. Foreign and
 // malformed messages are dropped and counted (Stats, and transport.Stats).

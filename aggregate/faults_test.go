@@ -278,8 +278,8 @@ func TestMisconfiguredMemberFailsFast(t *testing.T) {
 		odd  aggregate.Config
 		want string
 	}{
-		"nodes":   {aggregate.Config{Nodes: 9}, "nodes=8 where this member has nodes=9"},
-		"overlay": {aggregate.Config{Nodes: 8, Topology: "hypercube"}, "overlay=bmg where this member has overlay=hypercube"},
+		"nodes":    {aggregate.Config{Nodes: 9}, "nodes=8 where this member has nodes=9"},
+		"topology": {aggregate.Config{Nodes: 8, Topology: "hypercube"}, "topology=complete where this member has topology=hypercube"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tr := memory(t, 0, 1)

@@ -20,10 +20,15 @@ import (
 // exclude it. The transport reports instead every peer that sent a message
 // under another configuration hash, or answered one with a notice of its
 // own configuration, and the driver hands each to Foreign. Which side is
-// misconfigured is decided by counting: a member that has been told by
-// more members that they run another configuration than it has heard from
-// under its own (and by at least min(3, N−1) of them) is the odd one out,
-// and fails its operations with ErrGroupMismatch, naming the difference;
+// misconfigured is decided by counting: a member that at least half of
+// its group (by its own size N) say run another configuration, more than
+// it has heard from under its own, is the odd one out, and fails its
+// operations with ErrGroupMismatch, naming the difference. Half the group
+// and not fewer: a member that has just started has heard nobody yet, and
+// three misconfigured members that came first must not make the members
+// of a correctly configured majority take themselves for the odd ones (a
+// member's join announcement reaches every other member, so a
+// misconfigured one hears from all of them at once);
 // any other member stops waiting for the members it was told about, as if
 // they had left (they cannot take part), until it hears from them under
 // its own configuration.
@@ -86,7 +91,7 @@ func (m *Machine) misconfigured() error {
 		return nil
 	}
 	k := m.foreign.count()
-	if k == 0 || k < min(3, m.r.n-1) || k <= len(m.agreed) {
+	if k == 0 || 2*k < m.r.n || k <= len(m.agreed) {
 		return nil
 	}
 	// The difference most of them reported (ties: the first in order).
