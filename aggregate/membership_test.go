@@ -148,13 +148,22 @@ func TestGracefulLeaveAndRejoin(t *testing.T) {
 	// Member 3 comes back: its Join announces it to the seven others.
 	c := cfg
 	c.ID = 3
-	before := tr.Stats().Received
+	joins := map[int]int{}
+	for i, nd := range nodes {
+		joins[i] = nd.Stats().Joins
+	}
 	back, err := aggregate.Join(context.Background(), tr, c)
 	require.NoError(t, err)
 	t.Cleanup(func() { back.Close() })
+	require.Eventually(t, func() bool {
+		for i, nd := range nodes {
+			if nd.Stats().Joins <= joins[i] {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, time.Millisecond, "every member hears the announcement before the operation starts")
 	nodes[3] = back
-	require.Eventually(t, func() bool { return tr.Stats().Received >= before+n-1 }, 30*time.Second, time.Millisecond,
-		"the announcement arrives before the operation starts")
 	res, errs = op(3)
 	for i, r := range res {
 		require.NoError(t, errs[i], "member %d", i)

@@ -129,6 +129,9 @@ type Stats struct {
 	// Foreign counts members found running another configuration of the
 	// group (see Machine.Foreign).
 	Foreign int
+	// Joins and Leaves count the membership announcements heard: members
+	// that joined or came back, and members that left.
+	Joins, Leaves int
 }
 
 // op is one operation: under way, or finished and kept for a while to
@@ -667,11 +670,13 @@ func (m *Machine) membership(now time.Duration, msg gossip.Message) {
 	o := m.cur
 	switch msg.Tag {
 	case tagHello:
+		m.stats.Joins++
 		m.absent.clear1(j)
 		if m.Active() {
 			o.hello = append(o.hello, msg.From)
 		}
 	case tagLeave:
+		m.stats.Leaves++
 		m.setAbsent(j)
 		if m.Active() {
 			if !slices.Contains(o.left, msg.From) {
