@@ -53,6 +53,7 @@ type Memory struct {
 	crashed map[string]bool          // subjects of crashed nodes
 	outage  bool                     // the whole network is down (Outage)
 	pending map[*time.Timer]struct{} // delayed deliveries not yet made
+	chans   map[string][]*channel    // open channels by subject
 	closed  bool
 }
 

@@ -54,6 +54,10 @@ type Transport interface {
 	// answers the new endpoint's claim in time.
 	Open(ctx context.Context, g Group, id gossip.NodeID) (Endpoint, error)
 
+	// Channel opens g's broadcast channel name (one subject token, no
+	// dots): see [Channel]. Close closes the transport's channels too.
+	Channel(ctx context.Context, g Group, name string) (Channel, error)
+
 	// Stats sums the counts of every endpoint ever opened on the transport.
 	Stats() Stats
 
@@ -397,6 +401,7 @@ type hub struct {
 
 	mu     sync.Mutex
 	eps    map[string]*endpoint
+	chs    map[*channel]struct{} // open channels
 	closed bool
 }
 
@@ -485,7 +490,14 @@ func (h *hub) closeAll() error {
 	for _, e := range h.eps {
 		eps = append(eps, e)
 	}
+	chs := make([]*channel, 0, len(h.chs))
+	for c := range h.chs {
+		chs = append(chs, c)
+	}
 	h.mu.Unlock()
+	for _, c := range chs {
+		_ = c.Close()
+	}
 	var errs []error
 	for _, e := range eps {
 		errs = append(errs, e.Close())
