@@ -51,6 +51,18 @@ type Config struct {
 	ID gossip.NodeID
 	// Nodes is the group size N.
 	Nodes int
+	// Name, if set, joins an elastic group by name instead: no ID, no
+	// Nodes; the group's members agree on a sequence of views, and each
+	// operation runs over one of them (see the package documentation,
+	// "Elastic groups"). The overlay must take every group size
+	// (complete, the default, does). A name is one member: a second
+	// process under a name the group holds fails to join with
+	// ErrDuplicateName.
+	Name string
+	// MinMembers (elastic groups) makes Join wait until this member is in
+	// a view of at least that many members; a new group is founded only
+	// once that many have been heard.
+	MinMembers int
 	// Topology is the overlay (see topology.Parse). Default "complete".
 	// Exchange, the default algorithm, uses no edges of its own: the
 	// overlay is its fallback's, and the complete overlay means the
@@ -174,6 +186,10 @@ func sharedIdle(idle time.Duration, members, cores, k int) time.Duration {
 // group name, an id out of range, an unknown algorithm or topology, a
 // topology that cannot take Nodes, and so on.
 func (c Config) Validate() error {
+	if c.Name != "" {
+		_, err := c.resolveElastic()
+		return err
+	}
 	_, err := c.resolve()
 	return err
 }

@@ -122,6 +122,29 @@
 // members, sum, mean, min, max and variance, with the epoch and time so a
 // stale snapshot shows.
 //
+// # Elastic groups
+//
+// A member joined by name (Config.Name, no ID or Nodes) belongs to an
+// elastic group: members come and go, and the group agrees on a sequence
+// of numbered views, each the sorted list of the names then in the group
+// (package member/view: heartbeats and Paxos over the previous view on the
+// group's broadcast channel, transport.Channel, so that a view change needs
+// a majority of the previous view and a minority never makes one). Join
+// returns once the member is in a view of at least Config.MinMembers. Each
+// operation runs over the view that serves its epoch, as member i of a
+// fixed group of the view's size (i its place among the sorted names), and
+// its Result names that view (View) and its members (Names; Absent holds
+// ids into Names). A joiner enters at the next view, about Suspect/2 after
+// it is first heard; a member that closes leaves at the next view, and one
+// that dies once it has been silent for Suspect. A second process under a
+// name the group holds fails to join with ErrDuplicateName. Node.View
+// reports the member's current view. Elastic groups are for fleets of tens
+// to hundreds of members: every member hears every heartbeat.
+//
+// Not yet elastic: Monitor (its members are still fixed), and a member that
+// runs an epoch before it installs a view that should serve it runs that
+// epoch over its older view (see member/view, "Epochs").
+//
 // # Failures
 //
 // A neighbour silent for Config.Suspect/4 is probed (ping, pong); one silent

@@ -48,6 +48,44 @@ func ExampleJoin() {
 	// Output: sum 10.000000000, the same at every member: true, 4 live
 }
 
+// Members of an elastic group join by name, with no ids and no size: they
+// agree on a view of whoever is there (MinMembers: wait for three) and sum
+// over it. Members may join and leave later; each operation runs over the
+// view of its time, which its Result names.
+func ExampleJoin_byName() {
+	tr, _ := transport.NewMemory(transport.MemoryOptions{})
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	names := []string{"web-7f9c", "web-2a1d", "web-c03e"}
+	results := make([]aggregate.Result, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			node, err := aggregate.Join(ctx, tr, aggregate.Config{Group: "fleet", Name: name, MinMembers: 3, Epsilon: 1e-12})
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			defer node.Stop()
+			res, err := node.Reduce(ctx, aggregate.Request{Epoch: 1, Values: []float64{float64(10 * (i + 1))}})
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	same := true
+	for _, r := range results {
+		same = same && r.View == results[0].View && r.Value[0] == results[0].Value[0]
+	}
+	fmt.Printf("average %.9f over %v, the same view and bits at every member: %v\n", results[0].Value[0], results[0].Names, same)
+	// Output: average 20.000000000 over [web-2a1d web-7f9c web-c03e], the same view and bits at every member: true
+}
+
 // The README's snippet, compiled: an embedded NATS server, nothing to
 // install; three members average two numbers each. Any NATS server or
 // cluster serves instead (transport.Connect).

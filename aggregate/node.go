@@ -30,6 +30,9 @@ type Node struct {
 	// member started (package Monitor uses it): it returns the request for
 	// that epoch, or nil to leave it be.
 	autoJoin func(epoch uint64) *request
+	// el is set for a member joined by name (Config.Name): its
+	// operations run over the fixed groups of its views.
+	el *elastic
 
 	mu    sync.Mutex
 	stats Stats
@@ -66,7 +69,13 @@ type request struct {
 // coming back after it left or was declared dead is counted again from
 // their next operation), and starts its goroutine. The other members may
 // join before or after; an operation waits for them until its context ends.
+//
+// With Config.Name set, Join joins an elastic group by name instead, and
+// returns once the member is in a view (of at least Config.MinMembers).
 func Join(ctx context.Context, t transport.Transport, cfg Config) (*Node, error) {
+	if cfg.Name != "" {
+		return joinElastic(ctx, t, cfg)
+	}
 	return join(ctx, t, cfg, nil)
 }
 
@@ -154,6 +163,9 @@ func (n *Node) do(ctx context.Context, req Request, sum bool) (Result, error) {
 	if err := checkRequest(n.r, req); err != nil {
 		return Result{}, err
 	}
+	if n.el != nil {
+		return n.el.do(ctx, req, sum)
+	}
 	type reply struct {
 		res Result
 		err error
@@ -196,8 +208,12 @@ func cloneRequest(req Request) Request {
 	return req
 }
 
-// Stats returns the node's counts so far.
+// Stats returns the node's counts so far; for a member of an elastic
+// group, those of its node in the latest view it ran an operation over.
 func (n *Node) Stats() Stats {
+	if n.el != nil {
+		return n.el.stats()
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.stats
@@ -216,6 +232,9 @@ func (n *Node) setStats(s Stats) {
 // after an operation, prefer Leave, which first answers the members still
 // at it.
 func (n *Node) Close() error {
+	if n.el != nil {
+		return n.el.close(true)
+	}
 	var err error
 	n.once.Do(func() {
 		close(n.quit)
@@ -233,6 +252,9 @@ func (n *Node) Close() error {
 // process, N² handshakes). A member stopped while others go on is
 // excluded by them once it has been silent for Suspect.
 func (n *Node) Stop() error {
+	if n.el != nil {
+		return n.el.close(false)
+	}
 	n.silent.Store(true)
 	return n.Close()
 }
@@ -251,6 +273,10 @@ func (n *Node) Stop() error {
 // about Config.Suspect (the node command lingers one second). Leave returns
 // Close's error; an operation started meanwhile returns ErrClosed.
 func (n *Node) Leave(ctx context.Context) error {
+	if n.el != nil {
+		<-ctx.Done() // answer the members still at it, then leave the view
+		return n.el.close(true)
+	}
 	select {
 	case <-ctx.Done():
 	case <-n.quit:
@@ -258,8 +284,20 @@ func (n *Node) Leave(ctx context.Context) error {
 	return n.Close()
 }
 
-// ID returns the member's id.
-func (n *Node) ID() gossip.NodeID { return n.r.ID }
+// ID returns the member's id; for a member of an elastic group, its
+// place in its current view (0 when it is in none).
+func (n *Node) ID() gossip.NodeID {
+	if n.el != nil {
+		v, _ := n.el.current()
+		for i, e := range v.Members {
+			if e.Name == n.el.cfg.Name {
+				return gossip.NodeID(i)
+			}
+		}
+		return 0
+	}
+	return n.r.ID
+}
 
 // ConfigHash returns the hash of the settings all members must share.
 func (n *Node) ConfigHash() uint64 { return n.r.hash }

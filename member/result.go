@@ -40,6 +40,12 @@ type Result struct {
 	Absent []gossip.NodeID
 	// Epoch numbers the group's operations: the first is 1.
 	Epoch uint64
+	// View and Names describe an operation of an elastic group (package
+	// aggregate, Config.Name): the number of the view it ran over and the
+	// names of that view's members, Names[i] being member i (Absent holds
+	// such ids). Zero for a fixed group.
+	View  uint64
+	Names []string
 	// Live is the number of members whose inputs the result covers: the
 	// group size minus len(Absent). A result always covers a majority of
 	// the group and the member that returns it. A covered input is not

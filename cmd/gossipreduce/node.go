@@ -26,9 +26,15 @@ func init() {
 // are what the group agreed on, null when the node failed; Estimate is then
 // this member's own estimate, which the others do not share.
 type nodeOutput struct {
-	Group    string          `json:"group"`
-	ID       int             `json:"id"`
-	Nodes    int             `json:"nodes"`
+	Group string `json:"group"`
+	ID    int    `json:"id"`
+	Nodes int    `json:"nodes"`
+	// Name, View and Members describe a member of an elastic group
+	// (--name): the view the operation ran over and its members' names
+	// (member i of the view is Members[i]: Absent holds such ids).
+	Name     string          `json:"name,omitempty"`
+	View     uint64          `json:"view,omitempty"`
+	Members  []string        `json:"members,omitempty"`
 	Algo     string          `json:"algo"`
 	Op       string          `json:"op"`
 	Result   []float64       `json:"result"`
@@ -53,6 +59,8 @@ type nodeCmd struct {
 	nats   natsFlags
 	name   string // --group
 	id     int
+	member string // --name
+	min    int    // --min-members
 	value  string
 	sum    bool
 	linger time.Duration
@@ -68,7 +76,9 @@ func (c *nodeCmd) flags(fs *flag.FlagSet) {
 	c.timing.register(fs, true)
 	c.nats.register(fs, "nats://127.0.0.1:4222")
 	fs.StringVar(&c.name, "group", "gossipreduce", "group name (a NATS subject token)")
-	fs.IntVar(&c.id, "id", -1, "this member's id, 0 … nodes-1 (required)")
+	fs.IntVar(&c.id, "id", -1, "this member's id, 0 … nodes-1 (required, unless --name)")
+	fs.StringVar(&c.member, "name", "", "join an elastic group by this name instead of --id and --nodes: the members agree on views, and the operation runs over one")
+	fs.IntVar(&c.min, "min-members", 0, "with --name: wait until the view has at least this many members before the operation")
 	fs.StringVar(&c.value, "value", "", "this member's vector, comma separated (required)")
 	fs.BoolVar(&c.sum, "sum", false, "compute the sum instead of the average")
 	fs.DurationVar(&c.linger, "linger", time.Second, "after its result, stay in the group this long before leaving, answering members still at it "+
@@ -80,14 +90,27 @@ func (c *nodeCmd) check() error {
 	if err := c.nats.check(); err != nil {
 		return err
 	}
-	if c.id < 0 || c.group.nodes < 1 || c.value == "" {
-		return usagef("--id, --nodes and --value are required")
+	switch {
+	case c.member != "" && (c.id >= 0 || c.group.nodes > 0):
+		return usagef("--name joins an elastic group: it takes no --id or --nodes")
+	case c.member == "" && c.min != 0:
+		return usagef("--min-members needs --name")
+	case c.min < 0:
+		return usagef("--min-members %d must be ≥ 0", c.min)
+	case c.member == "" && (c.id < 0 || c.group.nodes < 1 || c.value == ""):
+		return usagef("--id, --nodes and --value are required (or --name and --value)")
+	case c.value == "":
+		return usagef("--value is required")
 	}
 	vec, err := parseVector(c.value)
 	if err != nil {
 		return err
 	}
-	if err := firstError(c.group.check(), c.timing.check()); err != nil {
+	groupErr := c.group.check()
+	if c.member != "" {
+		groupErr = checkEps(c.group.eps) // the size is the view's
+	}
+	if err := firstError(groupErr, c.timing.check()); err != nil {
 		return err
 	}
 	if c.linger < 0 {
@@ -95,7 +118,10 @@ func (c *nodeCmd) check() error {
 	}
 	c.vec = vec
 	c.cfg = aggregate.Config{Group: c.name, Prefix: c.nats.prefix, ID: gossip.NodeID(c.id), Nodes: c.group.nodes, Algorithm: c.algo.one(),
-		Topology: c.group.topology, Epsilon: c.group.eps, Suspect: c.timing.suspect}
+		Topology: c.group.topology, Epsilon: c.group.eps, Suspect: c.timing.suspect, Name: c.member, MinMembers: c.min}
+	if c.member != "" {
+		c.cfg.ID = 0
+	}
 	if err := c.cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
@@ -107,7 +133,7 @@ func (c *nodeCmd) exec(ctx context.Context, out *stdio) error {
 	if c.sum {
 		op = "sum"
 	}
-	o := nodeOutput{Group: c.name, ID: c.id, Nodes: c.group.nodes, Algo: c.algo.one(), Op: op}
+	o := nodeOutput{Group: c.name, ID: c.id, Nodes: c.group.nodes, Algo: c.algo.one(), Op: op, Name: c.member}
 	// The node always talks through a NATS server outside this process.
 	ws := newWarnings("node", out)
 	ws.warnPushSum(c.algo.one(), nil)
@@ -124,7 +150,11 @@ func (c *nodeCmd) exec(ctx context.Context, out *stdio) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out.Stdout, "node %d of %s: %s = %v\n", o.ID, o.Group, op, o.Result)
+	if o.Name != "" {
+		fmt.Fprintf(out.Stdout, "%s of %s (member %d of view %d: %s): %s = %v\n", o.Name, o.Group, o.ID, o.View, strings.Join(o.Members, ", "), op, o.Result)
+	} else {
+		fmt.Fprintf(out.Stdout, "node %d of %s: %s = %v\n", o.ID, o.Group, op, o.Result)
+	}
 	fmt.Fprintf(out.Stdout, "  covers    %s\n", livegroup.Coverage(*o.Live, o.Nodes, o.Absent))
 	fmt.Fprintf(out.Stdout, "  epoch %d, root %d, %d messages, %.4f s\n", o.Epoch, *o.Root, o.Messages, o.Seconds)
 	fmt.Fprintf(out.Stdout, "  dropped   %v\n", o.dropCounts)
@@ -153,6 +183,9 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, cfg aggreg
 		return leave, err
 	}
 	opts.Name = fmt.Sprintf("gossipreduce-%s-%d", cfg.Group, cfg.ID)
+	if cfg.Name != "" {
+		opts.Name = fmt.Sprintf("gossipreduce-%s-%s", cfg.Group, cfg.Name)
+	}
 	// The timeout bounds everything: a server not up yet is tried again
 	// until then, as is usual when a script starts it beside the nodes.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -178,6 +211,9 @@ func joinAndReduce(ctx context.Context, o *nodeOutput, nf *natsFlags, cfg aggreg
 	res, err := do(ctx, vec)
 	o.dropCounts = dropsOf(tr.Stats())
 	o.Epoch, o.Messages, o.Seconds = res.Epoch, res.Messages, res.Elapsed.Seconds()
+	if cfg.Name != "" {
+		o.View, o.Members, o.Nodes, o.ID = res.View, res.Names, len(res.Names), slices.Index(res.Names, cfg.Name)
+	}
 	if err != nil {
 		// A member that has pushed all its weight away has no estimate
 		// (0/0): leave it out.

@@ -49,13 +49,17 @@ func TestNodesAsSeparateClients(t *testing.T) {
 
 func TestNodeBadInput(t *testing.T) {
 	for name, args := range map[string][]string{
-		"missing id":  {"node", "--nodes", "2", "--value", "1"},
-		"bad value":   {"node", "--id", "0", "--nodes", "2", "--value", "1,x"},
-		"NaN value":   {"node", "--id", "0", "--nodes", "2", "--value", "NaN"},
-		"id range":    {"node", "--id", "2", "--nodes", "2", "--value", "1"},
-		"bad eps":     {"node", "--id", "0", "--nodes", "2", "--value", "1", "--eps", "-1"},
-		"stray token": {"node", "extra"},
-		"linger":      {"node", "--id", "0", "--nodes", "2", "--value", "1", "--linger", "-1s"},
+		"missing id":     {"node", "--nodes", "2", "--value", "1"},
+		"bad value":      {"node", "--id", "0", "--nodes", "2", "--value", "1,x"},
+		"NaN value":      {"node", "--id", "0", "--nodes", "2", "--value", "NaN"},
+		"id range":       {"node", "--id", "2", "--nodes", "2", "--value", "1"},
+		"bad eps":        {"node", "--id", "0", "--nodes", "2", "--value", "1", "--eps", "-1"},
+		"stray token":    {"node", "extra"},
+		"linger":         {"node", "--id", "0", "--nodes", "2", "--value", "1", "--linger", "-1s"},
+		"name and id":    {"node", "--name", "a", "--id", "0", "--value", "1"},
+		"min alone":      {"node", "--id", "0", "--nodes", "2", "--value", "1", "--min-members", "2"},
+		"name, no value": {"node", "--name", "a"},
+		"name, torus":    {"node", "--name", "a", "--value", "1", "--topology", "torus:2x2"},
 	} {
 		code, _, stderr := runCLI(t, args...)
 		assert.Equal(t, 2, code, "%s: %s", name, stderr)
@@ -235,5 +239,37 @@ func TestNodeShortVectorFailsEveryMember(t *testing.T) {
 		assert.Equal(t, 1, codes[i], "member %d", i)
 		assert.Nil(t, obj["result"], "member %d returned a result", i)
 		assert.Contains(t, obj["error"], "group members disagree", "member %d", i)
+	}
+}
+
+// Members joined by name (--name, --min-members): every one returns the
+// same result, over one view that names them all, equal to the exact
+// average.
+func TestNamedNodes(t *testing.T) {
+	srv := embeddedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := []string{"web-b", "web-a", "web-c"}
+	outs := make([]map[string]any, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			var stdout, stderr bytes.Buffer
+			code := run(ctx, []string{"node", "--nats", srv.ClientURL(), "--group", "named", "--name", name,
+				"--min-members", "3", "--value", fmt.Sprint(10 * (i + 1)), "--linger", "0", "--json"}, &stdio{Stdout: &stdout, Stderr: &stderr})
+			if assert.Equal(t, 0, code, "%s: %s", name, stderr.String()) {
+				assert.NoError(t, json.Unmarshal(stdout.Bytes(), &outs[i]))
+			}
+		})
+	}
+	wg.Wait()
+	for i, o := range outs {
+		require.NotNil(t, o, names[i])
+		assert.InDelta(t, 20.0, o["result"].([]any)[0].(float64), 20e-9, names[i])
+		assert.Equal(t, outs[0]["result"], o["result"])
+		assert.Equal(t, []any{"web-a", "web-b", "web-c"}, o["members"])
+		assert.Equal(t, outs[0]["view"], o["view"])
+		assert.Equal(t, names[i], o["name"])
+		assert.Equal(t, 3.0, o["live"])
 	}
 }
