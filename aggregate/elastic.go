@@ -2,11 +2,14 @@ package aggregate
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +38,16 @@ var (
 	ErrNoView = errors.New("aggregate: no view serves this operation")
 )
 
+// foreignMember is a member of another configuration's view.
+type foreignMember struct {
+	at   time.Duration
+	hash uint64
+	desc string
+}
+
+// maxForeign bounds the foreign members remembered.
+const maxForeign = 256
+
 // viewsChannel is the name of the broadcast channel of the view protocol.
 const viewsChannel = "views"
 
@@ -50,8 +63,18 @@ type elastic struct {
 	quit   chan struct{}
 	done   chan struct{}
 
-	mu    sync.Mutex
-	nodes map[uint64]*Node // fixed groups by view number
+	// r is the configuration every view's fixed group shares (resolved as
+	// a group of one): its hash and description travel with every
+	// membership message, so that a member configured differently is
+	// told, not taken in.
+	r *resolved
+	// foreign holds the members of views of another configuration heard
+	// lately, by name (loop's goroutine only).
+	foreign map[string]foreignMember
+
+	mu       sync.Mutex
+	mismatch error            // set once this member finds itself the odd one out
+	nodes    map[uint64]*Node // fixed groups by view number
 	last  uint64           // the last epoch begun
 	once  sync.Once
 }
@@ -111,7 +134,7 @@ func joinElastic(ctx context.Context, t transport.Transport, cfg Config) (*Node,
 	}
 	el := &elastic{cfg: cfg, t: t, ch: ch, log: log.With("group", cfg.Group, "name", cfg.Name), origin: time.Now(),
 		reqs: make(chan func(*view.Machine)), quit: make(chan struct{}), done: make(chan struct{}),
-		nodes: map[uint64]*Node{}}
+		nodes: map[uint64]*Node{}, r: r, foreign: map[string]foreignMember{}}
 	go el.loop(vm, r.Suspect)
 	// Join returns once the member is in a view of at least MinMembers.
 	for {
@@ -125,6 +148,10 @@ func joinElastic(ctx context.Context, t transport.Transport, cfg Config) (*Node,
 		}
 		switch {
 		case err != nil:
+			el.close(false)
+			return nil, fmt.Errorf("aggregate: join %s as %q: %w", cfg.Group, cfg.Name, err)
+		case el.misconfigured() != nil:
+			err := el.misconfigured()
 			el.close(false)
 			return nil, fmt.Errorf("aggregate: join %s as %q: %w", cfg.Group, cfg.Name, err)
 		case in && len(v.Members) >= max(cfg.MinMembers, 1):
@@ -160,19 +187,34 @@ func (el *elastic) loop(vm *view.Machine, suspect time.Duration) {
 			if !ok {
 				return
 			}
-			msg, err := view.Decode(raw)
+			hash, desc, body, err := openEnvelope(raw)
+			var msg view.Msg
+			if err == nil {
+				msg, err = view.Decode(body)
+			}
 			if err != nil {
 				el.log.Debug("dropped a membership message", "err", err)
 				break
 			}
+			if hash != el.r.hash {
+				el.heardForeign(now(), msg, hash, desc)
+				break
+			}
 			vm.Step(now(), msg)
 		case <-tick.C:
+			// Checked before the tick that could found a group of one: a
+			// member configured differently from the group it meets must
+			// not found one of its own beside it.
+			if el.checkForeign(now(), vm) {
+				vm.Leave(now())
+				break
+			}
 			vm.Tick(now())
 		case f := <-el.reqs:
 			f(vm)
 		}
 		for _, msg := range vm.Outbox() {
-			if err := el.ch.Publish(context.Background(), view.AppendEncode(nil, msg)); err != nil {
+			if err := el.ch.Publish(context.Background(), view.AppendEncode(el.envelope(), msg)); err != nil {
 				el.log.Debug("membership message not sent", "err", err)
 			}
 		}
@@ -180,6 +222,89 @@ func (el *elastic) loop(vm *view.Machine, suspect time.Duration) {
 			return
 		}
 	}
+}
+
+// envelope returns the head of every membership message this member
+// sends: its configuration hash and description.
+func (el *elastic) envelope() []byte {
+	desc := el.r.describe()
+	b := binary.LittleEndian.AppendUint64(nil, el.r.hash)
+	b = binary.AppendUvarint(b, uint64(len(desc)))
+	return append(b, desc...)
+}
+
+// openEnvelope splits a membership message into its sender's configuration
+// hash and description and the view protocol's message.
+func openEnvelope(raw []byte) (hash uint64, desc string, body []byte, err error) {
+	if len(raw) < 8 {
+		return 0, "", nil, fmt.Errorf("aggregate: membership message of %d bytes", len(raw))
+	}
+	hash = binary.LittleEndian.Uint64(raw)
+	n, k := binary.Uvarint(raw[8:])
+	if k <= 0 || n > transport.MaxNotice || n > uint64(len(raw)-8-k) {
+		return 0, "", nil, errors.New("aggregate: membership message: bad description")
+	}
+	return hash, string(raw[8+k : 8+k+int(n)]), raw[8+k+int(n):], nil
+}
+
+// heardForeign notes a member of another configuration's view.
+func (el *elastic) heardForeign(now time.Duration, msg view.Msg, hash uint64, desc string) {
+	if msg.Kind != view.Beat || msg.Num == 0 {
+		return // only members in a view count: a misconfigured joiner is not the group
+	}
+	if _, ok := el.foreign[msg.From.Name]; !ok && len(el.foreign) >= maxForeign {
+		return
+	}
+	el.foreign[msg.From.Name] = foreignMember{at: now, hash: hash, desc: desc}
+}
+
+// checkForeign decides whether this member is the odd one out: more members
+// of another configuration's views were heard within Suspect than its own
+// group has, and it has listened for two heartbeats (a joiner hears its own
+// group's heartbeats by then). It records the error, naming the
+// difference, and reports true the first time.
+func (el *elastic) checkForeign(now time.Duration, vm *view.Machine) bool {
+	if el.misconfigured() != nil || now < el.r.Suspect/2 {
+		return false
+	}
+	var names []string
+	votes := map[string]int{}
+	for name, f := range el.foreign {
+		if now-f.at > el.r.Suspect {
+			delete(el.foreign, name)
+			continue
+		}
+		names = append(names, name)
+		votes[el.r.foreignWhy(transport.ForeignConfig{Hash: f.hash, Describe: f.desc})]++
+	}
+	if len(names) == 0 || len(names) <= vm.GroupSize() {
+		return false
+	}
+	slices.Sort(names)
+	why, most := "", 0
+	for w, n := range votes {
+		if n > most || (n == most && w < why) {
+			why, most = w, n
+		}
+	}
+	if len(names) > 8 {
+		names = append(names[:8], "…")
+	}
+	err := fmt.Errorf("%w: this member's configuration is not the group's: %d members (%s) run %s; %d run this member's",
+		ErrGroupMismatch, len(el.foreign), strings.Join(names, ", "), why, vm.GroupSize())
+	el.mu.Lock()
+	el.mismatch = err
+	el.mu.Unlock()
+	el.log.Warn("configuration differs from the group's", "err", err)
+	return true
+}
+
+// misconfigured returns the error of a member that found itself the odd
+// one out, or nil.
+func (el *elastic) misconfigured() error {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	return el.mismatch
 }
 
 // call runs f on the loop's goroutine; false once the loop has ended.
@@ -205,7 +330,11 @@ func (el *elastic) do(ctx context.Context, req Request, sum bool) (Result, error
 		return Result{}, fmt.Errorf("aggregate: %w: epoch %d is not after the last one, %d", gossip.ErrInvalidConfig, req.Epoch, el.last)
 	}
 	el.last = req.Epoch
+	mismatch := el.mismatch
 	el.mu.Unlock()
+	if mismatch != nil {
+		return Result{Epoch: req.Epoch}, mismatch
+	}
 	var (
 		v  view.View
 		ok bool

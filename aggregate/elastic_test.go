@@ -2,6 +2,7 @@ package aggregate_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -187,4 +188,46 @@ func TestElasticOverNATS(t *testing.T) {
 	delete(nodes, "n1")
 	sameView(t, nodes, "n2", "n3", "n4")
 	assert.Equal(t, 3, reduceNamed(t, nodes, 3, value).Live)
+}
+
+// A member configured differently from the group it meets is told at Join,
+// naming the difference, within about Suspect/2; the group goes on
+// without it.
+func TestElasticMisconfiguredMemberFailsAtJoin(t *testing.T) {
+	mem := memory(t, 0, 1)
+	tr := func() transport.Transport { return mem }
+	cfg := aggregate.Config{Group: "mixed", Suspect: 400 * time.Millisecond}
+	nodes := joinNamed(t, tr, cfg, "a", "b", "c")
+	sameView(t, nodes, "a", "b", "c")
+	for field, c := range map[string]aggregate.Config{
+		"epsilon":   {Group: "mixed", Suspect: 400 * time.Millisecond, Epsilon: 1e-6, Name: "d"},
+		"algorithm": {Group: "mixed", Suspect: 400 * time.Millisecond, Algorithm: "pfcc", Name: "e"},
+	} {
+		start := time.Now()
+		_, err := aggregate.Join(timeout(t, 10*time.Second), mem, c)
+		require.ErrorIs(t, err, aggregate.ErrGroupMismatch, field)
+		assert.Contains(t, err.Error(), field+"=")
+		assert.Contains(t, err.Error(), "3 members (a, b, c)")
+		t.Logf("%s: refused after %v: %v", field, time.Since(start).Round(time.Millisecond), err)
+	}
+	r := reduceNamed(t, nodes, 1, func(name string) float64 { return float64(name[0]) })
+	assert.Equal(t, []string{"a", "b", "c"}, r.Names)
+}
+
+// A misconfigured member that came first and founded a group of its own
+// does not keep the others out: they form their group beside it, and once
+// they outnumber it, its operations fail naming the difference.
+func TestElasticMisconfiguredFounderGivesWay(t *testing.T) {
+	mem := memory(t, 0, 1)
+	tr := func() transport.Transport { return mem }
+	odd := joinNamed(t, tr, aggregate.Config{Group: "first", Suspect: 400 * time.Millisecond, Epsilon: 1e-6}, "odd")["odd"]
+	cfg := aggregate.Config{Group: "first", Suspect: 400 * time.Millisecond, MinMembers: 3}
+	nodes := joinNamed(t, tr, cfg, "a", "b", "c")
+	sameView(t, nodes, "a", "b", "c")
+	r := reduceNamed(t, nodes, 1, func(name string) float64 { return float64(name[0]) })
+	assert.Equal(t, 3, r.Live)
+	require.Eventually(t, func() bool {
+		_, err := odd.Reduce(timeout(t, time.Second), aggregate.Request{Epoch: uint64(time.Now().UnixNano()), Values: []float64{1}})
+		return errors.Is(err, aggregate.ErrGroupMismatch)
+	}, 10*time.Second, 50*time.Millisecond, "the odd member's operations fail")
 }

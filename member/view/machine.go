@@ -151,6 +151,26 @@ func (m *Machine) send(msg Msg) {
 	m.out = append(m.out, msg)
 }
 
+// GroupSize returns how many members this member counts as its group: its
+// view's size; for a joiner, the size of the group it wants to join (as
+// that group's heartbeats say) or the joiners it hears, itself included,
+// whichever is more.
+func (m *Machine) GroupSize() int {
+	if c := m.cur(); c != nil {
+		return len(c.Members)
+	}
+	g, size, joiners := m.genesis(), 0, 1
+	for _, p := range m.peers {
+		switch {
+		case p.num > 0 && p.genesis == g && m.alive(p):
+			size = max(size, p.size)
+		case p.num == 0 && m.fresh(p):
+			joiners++
+		}
+	}
+	return max(size, joiners)
+}
+
 // genesis is the group this member is in or wants to join.
 func (m *Machine) genesis() Genesis {
 	if c := m.cur(); c != nil {

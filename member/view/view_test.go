@@ -61,6 +61,10 @@ func TestFleetFoundsOneGroup(t *testing.T) {
 	s.mustConverge(idx, 5*time.Second)
 	v, _ := s.nodes[0].m.Current()
 	assert.Equal(t, "web-00", v.Genesis.Founder.Name)
+	assert.Equal(t, 8, s.nodes[3].m.GroupSize())
+	late := s.add("web-99")
+	s.run(300 * time.Millisecond) // a heartbeat of the group's
+	assert.Equal(t, 8, s.nodes[late].m.GroupSize(), "a joiner sees the size of the group it joins")
 	for _, i := range idx {
 		w, ok := s.nodes[i].m.Begin(s.now, v.From)
 		require.True(t, ok)
