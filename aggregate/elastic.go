@@ -75,8 +75,8 @@ type elastic struct {
 	mu       sync.Mutex
 	mismatch error            // set once this member finds itself the odd one out
 	nodes    map[uint64]*Node // fixed groups by view number
-	last  uint64           // the last epoch begun
-	once  sync.Once
+	last     uint64           // the last epoch begun
+	once     sync.Once
 }
 
 // sizesChecked are the group sizes an elastic group's overlay must take:
