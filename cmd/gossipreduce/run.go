@@ -96,6 +96,10 @@ type runCmd struct {
 	runs   int
 	idle   time.Duration
 	tmpl   aggregate.Config // every run's members', checked
+	// --elastic: a group of members joined by name, with churn.
+	elastic  bool
+	churn    float64
+	duration time.Duration
 }
 
 func (c *runCmd) flags(fs *flag.FlagSet) {
@@ -111,6 +115,10 @@ func (c *runCmd) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.idle, "idle", 0, "a member that sent nothing for this long takes a gossip step on its own (0: the library default, 4 ms or 120 µs × the members in this process / GOMAXPROCS if longer)")
 	registerSeed(fs, &c.seed)
 	c.nats.register(fs, "")
+	fs.BoolVar(&c.elastic, "elastic", false, "members joined by name (an elastic group of --nodes to start with): rounds of one operation each, "+
+		"members joining, leaving and dying between them (--churn), every result checked against the exact average of the inputs of the view it names")
+	fs.Float64Var(&c.churn, "churn", 0.3, "with --elastic: the probability, after each round, of one change (a member joins, leaves or dies; the group stays between half and twice --nodes)")
+	fs.DurationVar(&c.duration, "duration", 0, "with --elastic: run rounds for this long instead of --runs rounds")
 }
 
 func (c *runCmd) check() error {
@@ -121,6 +129,25 @@ func (c *runCmd) check() error {
 	}
 	c.tmpl = aggregate.Config{Prefix: c.nats.prefix, Topology: c.group.topology, Algorithm: c.algo.one(), Epsilon: c.group.eps,
 		Suspect: c.timing.suspect, Idle: c.idle}
+	if c.elastic {
+		switch {
+		case c.faults.crash.v != 0 || c.faults.flipRate != 0 || c.faults.flipBit.given:
+			return usagef("--elastic takes no --crash or flips: its churn kills members (--churn)")
+		case c.churn < 0 || c.churn > 1:
+			return usagef("--churn %v must be in [0, 1]", c.churn)
+		case c.duration < 0:
+			return usagef("--duration %v must be ≥ 0", c.duration)
+		}
+		probe := c.tmpl
+		probe.Group, probe.Name = "check", "check"
+		if err := probe.Validate(); err != nil {
+			return usagef("%v", err)
+		}
+		return nil
+	}
+	if c.churn != 0.3 || c.duration != 0 {
+		return usagef("--churn and --duration need --elastic")
+	}
 	// Validate the configuration once, before starting anything.
 	probe := c.tmpl
 	probe.Group, probe.Nodes = "check", c.group.nodes
@@ -138,6 +165,9 @@ func (c *runCmd) exec(ctx context.Context, out *stdio) error {
 	}
 	if c.nats.url != "" {
 		ws.warnNoKey(&c.nats, subjectPrefix(c.nats.prefix)+".>")
+	}
+	if c.elastic {
+		return c.execElastic(ctx, out, ws)
 	}
 	net, err := c.nats.openNet(ctx, transport.Options{Loss: c.faults.loss.one(), Seed: s, Buffer: 8192})
 	if err != nil {
