@@ -155,7 +155,7 @@ func joinElastic(ctx context.Context, t transport.Transport, cfg Config) (*Node,
 			el.close(false)
 			return nil, fmt.Errorf("aggregate: join %s as %q: %w", cfg.Group, cfg.Name, err)
 		case in && len(v.Members) >= max(cfg.MinMembers, 1):
-			return &Node{r: r, el: el}, nil
+			return &Node{r: r, el: el, log: el.log}, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -179,7 +179,7 @@ func (el *elastic) loop(vm *view.Machine, suspect time.Duration) {
 		select {
 		case <-quit:
 			vm.Leave(now())
-			leaving = time.After(2 * suspect)
+			leaving = time.After((view.LeaveVotes + 1) * suspect)
 			quit = nil
 		case <-leaving:
 			return
@@ -388,7 +388,7 @@ func (el *elastic) node(ctx context.Context, v view.View) (*Node, error) {
 }
 
 // close stops the member: with leave, it tells the group and waits (at
-// most 2 Suspect) until the view without it is installed.
+// most view.LeaveVotes+1 Suspect) until the view without it is installed.
 func (el *elastic) close(leave bool) error {
 	el.once.Do(func() {
 		if leave {

@@ -84,11 +84,15 @@
 // # Leaving, and groups that cannot change
 //
 // A member that leaves (Machine.Leave) announces it and goes on voting
-// until the view without it is installed, or Suspect has passed: a group
-// of two whose members leave one after the other is not left stuck. A view
-// of which a majority crashed can never change again (a minority never
-// decides), and its surviving members stay in it; this is the price of
-// never deciding on the minority side of a partition.
+// until the view without it is installed, or 4 Suspect have passed
+// (LeaveVotes): a group of two whose members leave one after the other is
+// not left stuck, and a fleet scaled down by half, some of its members
+// killed, keeps its majority while the killed ones fall silent for
+// Suspect (the leavers' votes carry the change that removes them all). A
+// view of which a majority crashed can never change again (a minority
+// never decides), and its surviving members stay in it; this is the price
+// of never deciding on the minority side of a partition. Scaling down by
+// more than half at once with kill -9 is that case.
 //
 // # Driving a machine
 //

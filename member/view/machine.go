@@ -114,8 +114,8 @@ func (m *Machine) Outbox() []Msg {
 // Leave says goodbye to the group. A member of a view goes on answering
 // the view change that takes it out (its vote may be needed for the
 // majority: a group of two whose members leave one after the other would
-// otherwise be stuck) until that view is installed or Suspect has passed;
-// Stopped then reports true. A joiner stops at once.
+// otherwise be stuck) until that view is installed or LeaveVotes Suspect
+// have passed; Stopped then reports true. A joiner stops at once.
 func (m *Machine) Leave(now time.Duration) {
 	m.clock(now)
 	if m.stopped || m.leaving {
@@ -127,6 +127,12 @@ func (m *Machine) Leave(now time.Duration) {
 		m.stopped = true
 	}
 }
+
+// LeaveVotes is how many Suspect periods a member that leaves goes on
+// voting for the view that takes it out: long enough for the members
+// killed at the same time to be found silent (Suspect) and the change to
+// be decided (Settle and a Paxos round).
+const LeaveVotes = 4
 
 // Stopped reports whether the member has stopped: it left (see Leave), or
 // failed (see Err).
@@ -219,7 +225,7 @@ func (m *Machine) Tick(now time.Duration) {
 		return
 	}
 	if m.leaving {
-		if c := m.cur(); c == nil || len(c.Members) == 1 || now-m.leaveAt > m.cfg.Suspect {
+		if c := m.cur(); c == nil || len(c.Members) == 1 || now-m.leaveAt > LeaveVotes*m.cfg.Suspect {
 			m.stopped = true
 			return
 		}
@@ -397,9 +403,31 @@ func (m *Machine) lead() {
 	case !m.changing:
 		m.changing, m.changeSince = true, m.now
 	}
-	if m.now-m.changeSince >= m.cfg.Settle {
+	waited := m.now - m.changeSince
+	if waited >= m.cfg.Settle && (!m.suspects() || waited >= m.cfg.Suspect) {
 		m.prepare()
 	}
+}
+
+// suspects reports whether a member of the current view has been silent
+// for more than two heartbeats without being out yet (Suspect). The
+// proposer then holds its change back (at most Suspect) so that the
+// member, if it died, goes out in the same view change as the others:
+// members that leave vote only until they are out, and a fleet halved in
+// one go, some killed, some leaving, would otherwise first lose its
+// leavers' votes to a view that still holds the killed ones, a view whose
+// majority may be gone.
+func (m *Machine) suspects() bool {
+	for _, e := range m.cur().Members {
+		if e == m.self {
+			continue
+		}
+		p := m.peers[e]
+		if p != nil && !p.left && m.now-p.at > 2*m.cfg.Heartbeat && m.now-p.at <= m.cfg.Suspect {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Machine) prepare() {

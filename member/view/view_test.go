@@ -97,6 +97,19 @@ func TestLeaveCrashAndRestart(t *testing.T) {
 	s.mustConverge([]int{back, idx[1], idx[2], idx[3]}, 4*time.Second)
 }
 
+// A fleet halved in one go, two members leaving and two killed, keeps its
+// majority: the change waits for the killed ones to be found silent, and
+// the leavers vote for it.
+func TestHalvingWithKills(t *testing.T) {
+	s := newSim(t, 9)
+	idx := s.fleet(6)
+	s.leave(idx[5])
+	s.crash(idx[4])
+	s.leave(idx[3])
+	s.crash(idx[2])
+	s.mustConverge(idx[:2], 4*time.Second)
+}
+
 // A minority never changes the view; a majority does, and once the
 // partition heals the minority is taken back in.
 func TestMinorityNeverDecides(t *testing.T) {
