@@ -231,3 +231,70 @@ func TestElasticMisconfiguredFounderGivesWay(t *testing.T) {
 		return errors.Is(err, aggregate.ErrGroupMismatch)
 	}, 10*time.Second, 50*time.Millisecond, "the odd member's operations fail")
 }
+
+// A Monitor over an elastic group: its snapshots follow the fleet as it
+// grows and shrinks, with exact whole sums of a counter.
+func TestElasticMonitorFollowsTheFleet(t *testing.T) {
+	mem := memory(t, 0, 1)
+	snaps := make(chan aggregate.Snapshot, 1024)
+	start := func(name string, min int) *aggregate.Monitor {
+		m, err := aggregate.StartMonitor(timeout(t, 20*time.Second), mem, aggregate.MonitorConfig{
+			Config:     aggregate.Config{Group: "mon-elastic", Name: name, MinMembers: min, Suspect: 400 * time.Millisecond},
+			Metrics:    []string{"up", "requests_total"},
+			Integers:   []string{"up", "requests_total"},
+			Interval:   200 * time.Millisecond,
+			OnSnapshot: func(s aggregate.Snapshot) { snaps <- s },
+		})
+		require.NoError(t, err)
+		require.NoError(t, m.Set("up", 1))
+		require.NoError(t, m.Set("requests_total", float64(len(name)*100+int(name[len(name)-1]))))
+		return m
+	}
+	var mu sync.Mutex
+	mons := map[string]*aggregate.Monitor{}
+	var wg sync.WaitGroup
+	for _, name := range []string{"i-1", "i-2", "i-3"} {
+		wg.Go(func() {
+			m := start(name, 3)
+			mu.Lock()
+			mons[name] = m
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, m := range mons {
+			m.Close()
+		}
+	})
+	// waitFor waits for a snapshot over exactly names, and checks its sums.
+	waitFor := func(names ...string) {
+		t.Helper()
+		want := 0.0
+		for _, n := range names {
+			want += float64(len(n)*100 + int(n[len(n)-1]))
+		}
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case s := <-snaps:
+				if fmt.Sprint(s.Names) != fmt.Sprint(names) || s.Live != len(names) {
+					continue
+				}
+				assert.Equal(t, len(names), s.Members)
+				assert.Equal(t, float64(len(names)), s.Metrics["up"].Sum)
+				assert.Equal(t, want, s.Metrics["requests_total"].Sum)
+				assert.True(t, s.Metrics["requests_total"].Exact)
+				return
+			case <-deadline:
+				t.Fatalf("no snapshot over %v", names)
+			}
+		}
+	}
+	waitFor("i-1", "i-2", "i-3")
+	mons["i-4"] = start("i-4", 0)
+	waitFor("i-1", "i-2", "i-3", "i-4")
+	require.NoError(t, mons["i-2"].Close())
+	delete(mons, "i-2")
+	waitFor("i-1", "i-3", "i-4")
+}

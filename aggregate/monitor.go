@@ -78,7 +78,12 @@ type Snapshot struct {
 	// Live is the number of members covered; Members the group size.
 	Live, Members int
 	// Absent are the members not covered (left, crashed or not started).
-	Absent  []gossip.NodeID
+	Absent []gossip.NodeID
+	// View and Names are the view of an elastic group the aggregation ran
+	// over and its members' names (Absent holds ids into Names); zero for
+	// a fixed group.
+	View    uint64
+	Names   []string
 	Metrics map[string]Summary
 }
 
@@ -140,7 +145,15 @@ func StartMonitor(ctx context.Context, t transport.Transport, cfg MonitorConfig)
 	// The metric names, and which are whole, are part of what every member
 	// must agree on.
 	cfg.Config.hashExtra = "metrics:" + strings.Join(cfg.Metrics, "\x00") + "\x01integers:" + strings.Join(cfg.Integers, "\x00")
-	node, err := join(ctx, t, cfg.Config, m.autoJoin)
+	var node *Node
+	var err error
+	if cfg.Name != "" {
+		// An elastic group aggregates every Interval; Refresh runs an
+		// aggregation the others do not join (they have no autoJoin yet).
+		node, err = joinElastic(ctx, t, cfg.Config)
+	} else {
+		node, err = join(ctx, t, cfg.Config, m.autoJoin)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +328,11 @@ func (m *Monitor) record(epoch uint64, res Result, err error) (Snapshot, error) 
 	}
 	k := len(m.cfg.Metrics)
 	s := Snapshot{Epoch: epoch, Due: time.UnixMilli(int64(epoch)), Completed: res.At, Live: res.Live,
-		Members: m.node.r.Nodes, Absent: slices.Clone(res.Absent), Metrics: make(map[string]Summary, k)}
+		Members: m.node.r.Nodes, Absent: slices.Clone(res.Absent), Metrics: make(map[string]Summary, k),
+		View: res.View, Names: res.Names}
+	if res.Names != nil {
+		s.Members = len(res.Names)
+	}
 	for i, name := range m.cfg.Metrics {
 		mean, sq := res.Value[i], res.Value[k+i]
 		sum := mean * float64(res.Live)
