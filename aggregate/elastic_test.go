@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -297,4 +298,54 @@ func TestElasticMonitorFollowsTheFleet(t *testing.T) {
 	require.NoError(t, mons["i-2"].Close())
 	delete(mons, "i-2")
 	waitFor("i-1", "i-3", "i-4")
+}
+
+// Recorded membership traffic played back again and again does not keep a
+// dead member in the view: every member heard the recording already, and
+// the views channel drops what it has taken before.
+func TestElasticReplayedHeartbeatsDoNotKeepTheDeadIn(t *testing.T) {
+	for _, key := range [][]byte{nil, []byte("elastic-group-key-16+")} {
+		t.Run(fmt.Sprintf("key=%t", key != nil), func(t *testing.T) {
+			subject := transport.Group{Name: "fleet"}.ChannelSubject("views")
+			var mu sync.Mutex
+			var recorded [][]byte
+			mem, err := transport.NewMemory(transport.MemoryOptions{Options: transport.Options{Key: key},
+				Tap: func(s string, raw []byte) {
+					if s == subject {
+						mu.Lock()
+						recorded = append(recorded, raw)
+						mu.Unlock()
+					}
+				}})
+			require.NoError(t, err)
+			t.Cleanup(func() { mem.Close() })
+			cfg := aggregate.Config{Group: "fleet", Suspect: 400 * time.Millisecond, MinMembers: 3}
+			nodes := joinNamed(t, func() transport.Transport { return mem }, cfg, "a", "b", "c")
+			sameView(t, nodes, "a", "b", "c")
+			require.NoError(t, nodes["c"].Stop())
+			delete(nodes, "c")
+
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					mu.Lock()
+					tape := slices.Clone(recorded)
+					mu.Unlock()
+					for _, raw := range tape {
+						mem.Inject(subject, raw)
+					}
+					select {
+					case <-done:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
+			})
+			sameView(t, nodes, "a", "b")
+			close(done)
+			wg.Wait()
+			assert.Equal(t, 2, reduceNamed(t, nodes, 1, func(name string) float64 { return float64(name[0]) }).Live)
+		})
+	}
 }

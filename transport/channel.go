@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -14,11 +15,21 @@ import (
 
 // Channel is a broadcast channel of a group: what one member publishes
 // reaches every channel of the same group and name that is open, its own
-// included, best effort and without sessions (no anti-replay: what travels
-// on it must tolerate replays; the membership protocol of package
-// member/view does). With a group key every message carries a MAC bound to
-// the channel's subject, and messages that fail it are dropped. It is safe
-// for concurrent use.
+// included, best effort and in the order it was published.
+//
+// Every channel publishes under a random sender session with a sequence
+// number that grows by one a message, and a receiving channel drops a
+// message whose number is not above the last it took from that session (a
+// replay, counted in Replayed). With a group key every message carries a
+// MAC bound to the channel's subject and covering the session and the
+// number, and messages that fail it are dropped, so a recorded message
+// cannot be replayed to a channel that heard it, nor altered. Two replays
+// remain possible, and what travels on a channel must tolerate them (the
+// membership protocol of package member/view does): a recording played to
+// a channel opened after it was made, once per message, and to a channel
+// that has forgotten the session (it remembers the last MaxChannelSenders
+// sessions it heard from). Without a key anyone who can publish on the
+// subject can forge anything. It is safe for concurrent use.
 type Channel interface {
 	// Publish sends b to every open channel of the group and name. It does
 	// not keep b. It fails with ErrClosed after Close, and with an error
@@ -28,9 +39,13 @@ type Channel interface {
 	// when it is full, arrivals are dropped and counted in Dropped). Close
 	// closes it.
 	Messages() <-chan []byte
-	// Dropped counts arrivals dropped: the buffer was full, or (with a
-	// group key) the MAC was missing or wrong.
+	// Dropped counts arrivals dropped: the buffer was full, the message
+	// was malformed, (with a group key) the MAC was missing or wrong, or
+	// it was a replay (which Replayed counts too).
 	Dropped() uint64
+	// Replayed counts arrivals dropped because their sender session's
+	// sequence number was not above the last one taken.
+	Replayed() uint64
 	// Close stops the channel. It is safe to call more than once.
 	Close() error
 }
@@ -43,6 +58,17 @@ const MaxChannelMessage = 512 << 10
 // channelBuffer is a channel's receive buffer, in messages.
 const channelBuffer = 4096
 
+// MaxChannelSenders bounds the sender sessions a channel remembers for
+// anti-replay: past it, the one heard from longest ago is forgotten (a
+// recording of its messages would be taken again). A group's members each
+// open one session per channel, so a group of up to this many members
+// (and the sessions of those that left, while room remains) is covered.
+const MaxChannelSenders = 4096
+
+// channelHeader is the size of a channel message's header: the sender
+// session (8 bytes) and the sequence number (8 bytes, big-endian).
+const channelHeader = 16
+
 // ChannelSubject returns the subject of g's channel name:
 // "<prefix>.<group>._<name>" (node subjects are numbers, so the two never
 // meet).
@@ -54,10 +80,24 @@ type channel struct {
 	ch      chan []byte
 	send    func([]byte) error
 	stop    func() // unsubscribes (NATS) or unregisters (Memory)
-	dropped atomic.Uint64
+	session uint64 // this channel's sender session
 
-	mu     sync.Mutex
-	closed bool
+	dropped, replayed atomic.Uint64
+
+	// sendMu orders publications: sequence numbers leave in order.
+	sendMu sync.Mutex
+	seq    uint64 // last sequence number published
+
+	mu      sync.Mutex
+	closed  bool
+	senders map[uint64]*heard // by session
+	clock   uint64            // counts arrivals taken, to age senders
+}
+
+// heard is what a channel remembers of one sender session.
+type heard struct {
+	seq  uint64 // the last sequence number taken
+	when uint64 // the channel's clock then
 }
 
 // openChannel checks g and name and returns a channel not yet attached.
@@ -71,7 +111,8 @@ func (h *hub) openChannel(ctx context.Context, g Group, name string) (*channel, 
 	if err := checkToken(name); err != nil || bytes.ContainsRune([]byte(name), '.') {
 		return nil, fmt.Errorf("transport: channel name %q: want one subject token", name)
 	}
-	c := &channel{hub: h, subject: g.ChannelSubject(name), ch: make(chan []byte, channelBuffer), stop: func() {}}
+	c := &channel{hub: h, subject: g.ChannelSubject(name), ch: make(chan []byte, channelBuffer), stop: func() {},
+		session: newIncarnation(), senders: map[uint64]*heard{}}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -84,14 +125,17 @@ func (h *hub) openChannel(ctx context.Context, g Group, name string) (*channel, 
 	return c, nil
 }
 
-// seal returns b with its MAC appended (with a group key), bound to the
-// channel's subject.
-func (c *channel) seal(b []byte) []byte {
-	out := slices.Clip(slices.Clone(b))
+// seal returns b behind the header of sequence number seq, with its MAC
+// appended (with a group key), bound to the channel's subject.
+func (c *channel) seal(b []byte, seq uint64) []byte {
+	out := make([]byte, 0, channelHeader+len(b)+MACSize)
+	out = binary.BigEndian.AppendUint64(out, c.session)
+	out = binary.BigEndian.AppendUint64(out, seq)
+	out = append(out, b...)
 	if c.hub.mac == nil {
 		return out
 	}
-	return append(out, c.tag(b)...)
+	return append(out, c.tag(out)...)
 }
 
 func (c *channel) tag(b []byte) []byte {
@@ -116,16 +160,52 @@ func (c *channel) deliver(raw []byte) {
 		}
 		b = body
 	}
+	if len(b) < channelHeader {
+		c.dropped.Add(1)
+		return
+	}
+	session, seq := binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:])
+	b = b[channelHeader:]
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return
 	}
+	s := c.senders[session]
+	if s != nil && seq <= s.seq {
+		c.dropped.Add(1)
+		c.replayed.Add(1)
+		return
+	}
 	select {
 	case c.ch <- bytes.Clone(b):
 	default:
+		// Not taken: a later copy of it is not a replay.
 		c.dropped.Add(1)
+		return
 	}
+	c.clock++
+	if s == nil {
+		if len(c.senders) >= MaxChannelSenders {
+			c.forgetOldest()
+		}
+		s = &heard{}
+		c.senders[session] = s
+	}
+	s.seq, s.when = seq, c.clock
+}
+
+// forgetOldest forgets the sender session heard from longest ago.
+func (c *channel) forgetOldest() {
+	var oldest uint64
+	first := true
+	var at uint64
+	for session, s := range c.senders {
+		if first || s.when < at {
+			oldest, at, first = session, s.when, false
+		}
+	}
+	delete(c.senders, oldest)
 }
 
 func (c *channel) Publish(ctx context.Context, b []byte) error {
@@ -141,12 +221,17 @@ func (c *channel) Publish(ctx context.Context, b []byte) error {
 	if closed {
 		return ErrClosed
 	}
-	return c.send(c.seal(b))
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	c.seq++
+	return c.send(c.seal(b, c.seq))
 }
 
 func (c *channel) Messages() <-chan []byte { return c.ch }
 
 func (c *channel) Dropped() uint64 { return c.dropped.Load() }
+
+func (c *channel) Replayed() uint64 { return c.replayed.Load() }
 
 func (c *channel) Close() error {
 	c.mu.Lock()

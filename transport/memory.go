@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -156,7 +157,19 @@ func (t *Memory) isCrashed(subject string) bool {
 // is bound to the endpoint's current incarnation with a fresh sequence
 // number (bytes recorded with [MemoryOptions.Tap] and injected again are
 // replays).
+//
+// On a channel's subject ([Group.ChannelSubject]) it delivers to every
+// channel open there, through the same checks (MAC, anti-replay).
 func (t *Memory) Inject(subject string, raw []byte) bool {
+	t.mu.Lock()
+	chans := slices.Clone(t.chans[subject])
+	t.mu.Unlock()
+	for _, c := range chans {
+		c.deliver(raw)
+	}
+	if len(chans) > 0 {
+		return true
+	}
 	return t.arrive(subject, raw)
 }
 

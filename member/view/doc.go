@@ -7,9 +7,10 @@
 // leave through Outbox, nothing here reads a clock or starts a goroutine. A
 // driver broadcasts every message to every member of the group (one NATS
 // subject the group's members all subscribe to) and hands every message
-// it receives to Step. The driver that does so over NATS, and the use of a
-// view as a fixed group (member i of view v is the i-th name in sorted
-// order, the overlay derived from the view's size), are not written yet.
+// it receives to Step. Package aggregate drives it over a transport.Channel
+// (which drops replays per sender session) and runs each operation over a
+// view as a fixed group: member i of view v is the i-th name in sorted
+// order, the overlay derived from the view's size.
 //
 // # Views
 //
