@@ -114,8 +114,9 @@ func (m *Machine) Outbox() []Msg {
 // Leave says goodbye to the group. A member of a view goes on answering
 // the view change that takes it out (its vote may be needed for the
 // majority: a group of two whose members leave one after the other would
-// otherwise be stuck) until that view is installed or LeaveVotes Suspect
-// have passed; Stopped then reports true. A joiner stops at once.
+// otherwise be stuck) until that view is installed, LeaveVotes Suspect
+// have passed, or every other member of its view has said it leaves too;
+// Stopped then reports true. A joiner stops at once.
 func (m *Machine) Leave(now time.Duration) {
 	m.clock(now)
 	if m.stopped || m.leaving {
@@ -213,6 +214,21 @@ func (m *Machine) counted(e Entry) bool {
 
 func (m *Machine) alive(p *peer) bool { return !p.left && m.now-p.at <= m.cfg.Suspect }
 
+// votesNeeded reports whether a member that leaves view c may still have
+// someone to vote for: another member of c that has not announced that it
+// leaves too. A fleet stopped as a whole then goes at once instead of
+// voting for LeaveVotes Suspect. (Members merely silent still count: the
+// silence may be a partition that heals, and their majority may need this
+// vote then.)
+func (m *Machine) votesNeeded(c *View) bool {
+	for _, e := range c.Members {
+		if p := m.peers[e]; e != m.self && (p == nil || !p.left) {
+			return true
+		}
+	}
+	return false
+}
+
 // fresh reports whether p was heard within two heartbeats: joiners are
 // taken in only then.
 func (m *Machine) fresh(p *peer) bool { return !p.left && m.now-p.at <= 2*m.cfg.Heartbeat }
@@ -225,7 +241,7 @@ func (m *Machine) Tick(now time.Duration) {
 		return
 	}
 	if m.leaving {
-		if c := m.cur(); c == nil || len(c.Members) == 1 || now-m.leaveAt > LeaveVotes*m.cfg.Suspect {
+		if c := m.cur(); c == nil || !m.votesNeeded(c) || now-m.leaveAt > LeaveVotes*m.cfg.Suspect {
 			m.stopped = true
 			return
 		}

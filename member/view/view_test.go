@@ -110,6 +110,21 @@ func TestHalvingWithKills(t *testing.T) {
 	s.mustConverge(idx[:2], 4*time.Second)
 }
 
+// A fleet stopped as a whole goes at once: a member that leaves stops
+// voting when every other member of its view leaves too, instead of
+// voting for LeaveVotes Suspect (the default Suspect is 1 s).
+func TestWholeFleetLeavesAtOnce(t *testing.T) {
+	s := newSim(t, 5)
+	idx := s.fleet(5)
+	for _, i := range idx {
+		s.leave(i)
+	}
+	s.run(500 * time.Millisecond)
+	for _, i := range idx {
+		assert.True(t, s.nodes[i].m.Stopped(), "member %d still voting", i)
+	}
+}
+
 // A minority never changes the view; a majority does, and once the
 // partition heals the minority is taken back in.
 func TestMinorityNeverDecides(t *testing.T) {
