@@ -93,6 +93,7 @@ type node struct {
 	m        *member.Machine
 	crashed  bool
 	slow     float64       // processing-time factor, ≥ 1
+	late     time.Duration // how late each of its ticks comes (see Late)
 	busy     time.Duration // busy until then
 	wakeAt   time.Duration // the earliest wake event queued, 0 if none
 	inbox    []gossip.Message
@@ -208,6 +209,11 @@ type pause struct {
 func (n *Net) ExitOnResult(id gossip.NodeID, keep int) {
 	n.nodes[id].exit, n.nodes[id].exitKeep = true, keep
 }
+
+// Late makes every tick of member id come d after it was due, as a
+// process that shares its cores with much other work wakes late every
+// time (its messages are still taken in as they come).
+func (n *Net) Late(id gossip.NodeID, d time.Duration) { n.nodes[id].late = max(d, 0) }
 
 // Slow makes member id process every event factor times slower.
 func (n *Net) Slow(id gossip.NodeID, factor float64) { n.nodes[id].slow = max(factor, 1) }
@@ -413,7 +419,7 @@ func (n *Net) handle(ev event) {
 		}
 	case evTick:
 		nd.m.Tick(n.now)
-		n.q.Push(float64(n.now+n.cfg.Tick), ev)
+		n.q.Push(float64(n.now+n.cfg.Tick+nd.late), ev)
 	case evWake:
 		nd.wakeAt = 0
 		nd.m.Tick(n.now)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,6 +142,19 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		net.Crash(id(), net.Now()+dur("at"))
 	case "pause":
 		net.Pause(id(), net.Now()+dur("at"), dur("for"))
+	case "late":
+		// late <id>|all by=<duration>
+		ids := []gossip.NodeID{}
+		if pos[0] == "all" {
+			for i := range *np {
+				ids = append(ids, gossip.NodeID(i))
+			}
+		} else {
+			ids = append(ids, id())
+		}
+		for _, i := range ids {
+			net.Late(i, dur("by"))
+		}
 	case "slow":
 		v, _ := strconv.ParseFloat(args["factor"], 64)
 		net.Slow(id(), v)
@@ -165,8 +179,12 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		for i := range in {
 			in[i] = []float64{float64(i + 1)}
 		}
+		t0 := net.Now()
 		outs := net.Run(e, in, nil, 10*time.Second)
 		var lines []string
+		if slices.Contains(pos, "time") { // run … time: how long it ran, simulated
+			lines = append(lines, fmt.Sprintf("took %v", (net.Now()-t0).Round(time.Millisecond)))
+		}
 		for i := range *np {
 			o, ok := outs[gossip.NodeID(i)]
 			switch {
