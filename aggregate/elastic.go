@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,8 +24,10 @@ import (
 // the group's broadcast channel "views" (transport.Channel), and each
 // operation over the view that serves its epoch: as member i of a fixed
 // group of the view's size, i its place among the view's sorted names,
-// named "<group>_v<view number>" so that members of two views never
-// exchange a message. The fixed groups are opened as views are used and
+// named "<group>_v<view number>_<genesis>" (see viewGroup) so that
+// members of two views never exchange a message, nor members of two groups
+// that formed apart (on the two sides of a partition) and reached the same
+// view number. The fixed groups are opened as views are used and
 // closed once a later view serves this member's operations.
 
 var (
@@ -74,7 +76,7 @@ type elastic struct {
 
 	mu       sync.Mutex
 	mismatch error            // set once this member finds itself the odd one out
-	nodes    map[uint64]*Node // fixed groups by view number
+	nodes    map[string]*Node // the fixed group of the view in use, by group name (one at a time)
 	last     uint64           // the last epoch begun
 	once     sync.Once
 }
@@ -134,7 +136,7 @@ func joinElastic(ctx context.Context, t transport.Transport, cfg Config) (*Node,
 	}
 	el := &elastic{cfg: cfg, t: t, ch: ch, log: log.With("group", cfg.Group, "name", cfg.Name), origin: time.Now(),
 		reqs: make(chan func(*view.Machine)), quit: make(chan struct{}), done: make(chan struct{}),
-		nodes: map[uint64]*Node{}, r: r, foreign: map[string]foreignMember{}}
+		nodes: map[string]*Node{}, r: r, foreign: map[string]foreignMember{}}
 	go el.loop(vm, r.Suspect)
 	// Join returns once the member is in a view of at least MinMembers.
 	for {
@@ -360,18 +362,19 @@ func (el *elastic) do(ctx context.Context, req Request, sum bool) (Result, error
 func (el *elastic) node(ctx context.Context, v view.View) (*Node, error) {
 	el.mu.Lock()
 	defer el.mu.Unlock()
-	for num, n := range el.nodes {
-		if num < v.Num {
+	group := viewGroup(el.cfg.Group, v)
+	for g, n := range el.nodes {
+		if g != group {
 			_ = n.Stop()
-			delete(el.nodes, num)
+			delete(el.nodes, g)
 		}
 	}
-	if n := el.nodes[v.Num]; n != nil {
+	if n := el.nodes[group]; n != nil {
 		return n, nil
 	}
 	c := el.cfg
 	c.Name, c.MinMembers = "", 0
-	c.Group = el.cfg.Group + "_v" + strconv.FormatUint(v.Num, 10)
+	c.Group = group
 	c.Nodes = len(v.Members)
 	for i, e := range v.Members {
 		if e.Name == el.cfg.Name {
@@ -383,8 +386,25 @@ func (el *elastic) node(ctx context.Context, v view.View) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	el.nodes[v.Num] = n
+	el.nodes[group] = n
 	return n, nil
+}
+
+// viewGroup names the fixed group of view v of elastic group group:
+// "<group>_v<number>_<genesis>", the genesis (founder, incarnation and
+// sequence) as 16 hex digits of its FNV-1a hash. The view number alone
+// would not do: two groups formed apart reach the same numbers with other
+// members, and a member of one would take the other's messages for its
+// own view's (found by a helper with a partitioned NATS cluster: a result
+// naming one side's members with the other side's inputs).
+func viewGroup(group string, v view.View) string {
+	h := fnv.New64a()
+	g := v.Genesis
+	var b [8]byte
+	h.Write([]byte(g.Founder.Name))
+	h.Write(binary.BigEndian.AppendUint64(b[:0], g.Founder.Inc))
+	h.Write(binary.BigEndian.AppendUint64(b[:0], g.Seq))
+	return fmt.Sprintf("%s_v%d_%016x", group, v.Num, h.Sum64())
 }
 
 // close stops the member: with leave, it tells the group and waits (at
@@ -413,11 +433,7 @@ func (el *elastic) close(leave bool) error {
 func (el *elastic) stats() Stats {
 	el.mu.Lock()
 	defer el.mu.Unlock()
-	var latest uint64
-	for num := range el.nodes {
-		latest = max(latest, num)
-	}
-	if n := el.nodes[latest]; n != nil {
+	for _, n := range el.nodes {
 		return n.Stats()
 	}
 	return Stats{}
