@@ -159,7 +159,6 @@ type op struct {
 	nbr        []nbrState
 	told       map[gossip.NodeID]time.Duration // members: when last sent a result, abort or exclusion
 	lastHeard  time.Duration                   // when any neighbour was last heard from
-	stalled    time.Duration                   // stalls forgiven so far (see maxForgiven)
 	sent       int
 	px         paxos // deciding one value (see commit.go)
 	becameRoot time.Duration
@@ -798,11 +797,7 @@ func (m *Machine) Tick(now time.Duration) {
 		// nor could hear its neighbours meanwhile. Their silence over that
 		// stretch is no evidence against them.
 		if gap := now - m.lastTick; gap > 2*m.r.Tick && m.Active() {
-			o := m.cur
-			if d := min(gap-m.r.Tick, maxForgiven*m.r.Suspect-o.stalled); d > 0 {
-				o.stalled += d
-				m.forgive(now, d)
-			}
+			m.forgive(now, gap-m.r.Tick)
 			m.stats.Stalls++
 		}
 	}
@@ -812,17 +807,6 @@ func (m *Machine) Tick(now time.Duration) {
 	}
 	m.pollBroadcast(now)
 }
-
-// maxForgiven bounds the stalls (late ticks) forgiven in one operation,
-// in Suspect periods: Lifeguard's cap on its local-health multiplier (8
-// in hashicorp/memberlist's defaults) made a budget. A member whose every
-// tick comes late (a process that shares its cores with much other work:
-// with a 1 ms tick, scheduling delays of 30 ms forgive 97 % of the time)
-// would otherwise declare a crashed neighbour dead only after about 30
-// Suspect; with the budget it does within about (maxForgiven+1)·Suspect.
-// Isolation (silence from every neighbour, see deliver) is forgiven
-// without a bound: nobody is declared dead while it lasts anyway.
-const maxForgiven = 7
 
 // forgive moves every neighbour's last-heard time forward by d, the time
 // this member itself was stalled or cut off, and so its own last send: a
