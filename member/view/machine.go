@@ -472,8 +472,12 @@ func (m *Machine) Step(now time.Duration, msg Msg) {
 	m.hear(msg)
 	if m.cur() == nil {
 		// A joiner gives way to another incarnation of its name that is in
-		// a view, or that a view holds.
-		if (msg.From.Name == m.self.Name && msg.Kind == Beat && msg.Num > 0) || (msg.Value != nil && m.taken(msg.Value)) {
+		// a view, or that a view holds, or that is a joiner too with a
+		// lower incarnation (before any view exists, two joiners under one
+		// name would otherwise count as one, and a group that needs them
+		// both to reach MinMembers would wait for good).
+		same := msg.From.Name == m.self.Name && msg.Kind == Beat
+		if (same && (msg.Num > 0 || msg.From.Inc < m.self.Inc)) || (msg.Value != nil && m.taken(msg.Value)) {
 			m.err = ErrDuplicateName
 			m.stopped = true
 			return

@@ -174,6 +174,26 @@ func TestDuplicateJoiners(t *testing.T) {
 	s.mustConverge([]int{in, c}, 2*time.Second)
 }
 
+// Two joiners under one name before any view exists, where the group
+// needs three members: the one with the higher incarnation gives way at
+// once instead of both waiting for a third name that never comes.
+func TestDuplicateJoinersBeforeAnyView(t *testing.T) {
+	s := newSim(t, 8)
+	s.cfg.MinMembers = 3
+	a := s.add("x")
+	b := s.add("x")
+	c := s.add("y")
+	s.run(300 * time.Millisecond)
+	low, high := a, b
+	if s.nodes[b].m.Self().Inc < s.nodes[a].m.Self().Inc {
+		low, high = b, a
+	}
+	assert.ErrorIs(t, s.nodes[high].m.Err(), ErrDuplicateName)
+	assert.NoError(t, s.nodes[low].m.Err())
+	d := s.add("z")
+	s.mustConverge([]int{low, c, d}, 3*time.Second)
+}
+
 // Two groups founded on the two sides of a partition become one when it
 // heals: the smaller one's members join the larger.
 func TestGroupsMerge(t *testing.T) {
