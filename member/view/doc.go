@@ -78,8 +78,9 @@
 // A name is one member: a joiner that hears its own name from another
 // incarnation that is in a view, or finds a view giving its name to
 // another incarnation it hears from, fails with ErrDuplicateName. Of two
-// joiners under one name, the proposer takes in one (the lowest
-// incarnation); the other then fails. A process restarted under its name
+// joiners under one name, the one with the higher incarnation gives way as
+// soon as it hears the other (before any view exists, both would otherwise
+// count as one name and could wait for good for MinMembers). A process restarted under its name
 // replaces its dead incarnation at the next view change.
 //
 // # Leaving, and groups that cannot change
