@@ -104,7 +104,7 @@ func (c Config) resolveElastic() (*resolved, error) {
 		f.Name, f.Nodes = "", n
 		r, err := f.resolve()
 		if err != nil {
-			return nil, fmt.Errorf("aggregate: elastic group of %d members: %w", n, err)
+			return nil, fmt.Errorf("aggregate: a group joined by name needs an overlay that takes every size (sizes 1 to %d are checked), and at %d members: %w", sizesChecked, n, err)
 		}
 		if n == 1 {
 			return r, nil
