@@ -162,7 +162,12 @@ func joinElastic(ctx context.Context, t transport.Transport, cfg Config) (*Node,
 		select {
 		case <-ctx.Done():
 			el.close(false)
-			return nil, fmt.Errorf("aggregate: join %s as %q: %w", cfg.Group, cfg.Name, ctx.Err())
+			waiting := "no view yet"
+			if in {
+				waiting = fmt.Sprintf("in view %d of %d members", v.Num, len(v.Members))
+			}
+			return nil, fmt.Errorf("aggregate: join %s as %q: waiting for a view of at least %d members (%s): %w",
+				cfg.Group, cfg.Name, max(cfg.MinMembers, 1), waiting, ctx.Err())
 		case <-time.After(r.Tick * 10):
 		}
 	}

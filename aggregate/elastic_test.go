@@ -349,3 +349,11 @@ func TestElasticReplayedHeartbeatsDoNotKeepTheDeadIn(t *testing.T) {
 		})
 	}
 }
+
+// A member that waits for members who never come says what it waited for.
+func TestElasticJoinSaysWhatItWaitedFor(t *testing.T) {
+	mem := memory(t, 0, 1)
+	_, err := aggregate.Join(timeout(t, 500*time.Millisecond), mem, aggregate.Config{Group: "lonely", Name: "solo", MinMembers: 3, Suspect: 200 * time.Millisecond})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "waiting for a view of at least 3 members (no view yet)")
+}
