@@ -27,3 +27,22 @@ func TestViewGroupNamesTheGenesis(t *testing.T) {
 	assert.NotEqual(t, viewGroup("fleet", a), viewGroup("fleet", a3))
 	assert.Regexp(t, `^fleet_v2_[0-9a-f]{16}$`, viewGroup("fleet", a))
 }
+
+// A member whose aggregation overran the next boundary runs that epoch at
+// once instead of skipping it; otherwise it waits for the next boundary.
+func TestNextEpochDoesNotSkipABoundary(t *testing.T) {
+	const iv = 1000
+	for _, c := range []struct {
+		now, last, want int64
+		why             string
+	}{
+		{now: 5_300, last: 0, want: 6_000, why: "first aggregation: the next boundary"},
+		{now: 5_300, last: 5_000, want: 6_000, why: "ran the boundary just passed"},
+		{now: 6_004, last: 5_000, want: 6_000, why: "timed out just past 6,000: run it now, with the others"},
+		{now: 6_700, last: 5_000, want: 7_000, why: "too late for 6,000: wait for 7,000"},
+		{now: 9_100, last: 5_000, want: 9_000, why: "after a long pause, the boundary just passed"},
+		{now: 5_300, last: 5_234, want: 6_000, why: "after a Refresh between boundaries"},
+	} {
+		assert.Equal(t, c.want, nextEpoch(c.now, c.last, iv), c.why)
+	}
+}

@@ -248,9 +248,10 @@ func (m *Monitor) Close() error {
 func (m *Monitor) loop() {
 	defer m.closed.Done()
 	for {
-		now := time.Now()
-		iv := m.cfg.Interval.Milliseconds()
-		next := (now.UnixMilli()/iv + 1) * iv
+		m.mu.Lock()
+		last := m.last
+		m.mu.Unlock()
+		next := nextEpoch(time.Now().UnixMilli(), int64(last), m.cfg.Interval.Milliseconds())
 		t := time.NewTimer(time.Until(time.UnixMilli(next)))
 		select {
 		case <-m.quit:
@@ -272,6 +273,24 @@ func (m *Monitor) loop() {
 			m.node.log.Debug("aggregation failed", "epoch", next, "err", err)
 		}
 	}
+}
+
+// nextEpoch returns the epoch (a boundary of the interval iv, in
+// milliseconds since 1970) that a member whose last aggregation was last
+// runs next, at now: the next boundary, or the one just passed if this
+// member has not run it and is less than half an interval late. The
+// second case matters: an aggregation that timed out (Timeout defaults to
+// Interval) ends just after the next boundary, and a member that waited
+// for the one after would run every other epoch from then on, out of
+// step with the members whose aggregation had succeeded. Two halves of a
+// group each waiting for the other's epoch never finish one again (a
+// helper's partition trials: every aggregation failed after the heal).
+func nextEpoch(now, last, iv int64) int64 {
+	passed := now / iv * iv
+	if last > 0 && passed > last && now-passed < iv/2 {
+		return passed
+	}
+	return passed + iv
 }
 
 // request builds this member's contribution: each metric and its square
