@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -197,12 +198,10 @@ func (c *channel) deliver(raw []byte) {
 
 // forgetOldest forgets the sender session heard from longest ago.
 func (c *channel) forgetOldest() {
-	var oldest uint64
-	first := true
-	var at uint64
+	oldest, at := uint64(0), uint64(math.MaxUint64)
 	for session, s := range c.senders {
-		if first || s.when < at {
-			oldest, at, first = session, s.when, false
+		if s.when < at {
+			oldest, at = session, s.when
 		}
 	}
 	delete(c.senders, oldest)
