@@ -38,14 +38,19 @@ func TestOutageLongerThanSuspect(t *testing.T) {
 	t.Cleanup(func() { tr.Close() })
 	nodes := group(t, tr, n, aggregate.Config{Group: "outage", Topology: "hypercube", Epsilon: 1e-9, Suspect: suspect})
 	armed.Store(true)
+	var restored atomic.Bool
 	go func() {
 		<-down
 		time.Sleep(3 * suspect) // the length of the outage, not a synchronisation
+		restored.Store(true)
 		tr.Outage(false)
 	}()
 	inputs := gossiptest.Inputs(n, 2, 11)
 	o := averageAll(timeout(t, 30*time.Second), nodes, inputs)
 	requireOK(t, o, 1e-9)
 	assert.Equal(t, n, o.Results[0].Live)
-	assert.Positive(t, tr.Stats().Lost, "messages sent during the outage vanish")
+	// The premise: the operation spanned the whole outage. (Counting the
+	// messages lost in it would not do: an offline member is not ticked,
+	// so it may well send nothing until the network is back.)
+	assert.True(t, restored.Load(), "the operation ended before the network came back")
 }
