@@ -3,6 +3,7 @@ package member
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -212,6 +213,10 @@ type Machine struct {
 	stats    Stats
 	lastTick time.Duration // when Tick was last called
 	ticked   bool
+	// skipTo is the time the last NextTick named: the driver may leave
+	// out its ticks before it, and the ticks it leaves out are not a
+	// stall (see Tick). Zero when the driver ticks regularly.
+	skipTo time.Duration
 }
 
 // New returns member cfg.ID's machine.
@@ -795,17 +800,100 @@ func (m *Machine) Tick(now time.Duration) {
 		// Local health, in the manner of Lifeguard: a tick far later than
 		// expected means this member was not running, and neither heard
 		// nor could hear its neighbours meanwhile. Their silence over that
-		// stretch is no evidence against them.
-		if gap := now - m.lastTick; gap > 2*m.r.Tick && m.Active() {
+		// stretch is no evidence against them. Ticks the driver left out
+		// because NextTick said they had nothing to do count as taken.
+		last := max(m.lastTick, m.skipTo-m.r.Tick)
+		if gap := now - last; gap > 2*m.r.Tick && m.Active() {
 			m.forgive(now, gap-m.r.Tick)
 			m.stats.Stalls++
 		}
 	}
-	m.lastTick, m.ticked = now, true
+	m.lastTick, m.ticked, m.skipTo = now, true, 0
 	if m.Active() {
 		m.tickOp(now)
 	}
 	m.pollBroadcast(now)
+}
+
+// NextTick returns the earliest time from which a call of Tick may do
+// anything: probe, declare, take an idle step, resend a commit message,
+// decide after a take-over, or serve the result broadcast (Wake). Until
+// then Tick would only note the time, so a driver that ticks every Tick
+// may leave out its ticks before the time returned and tick at the first
+// of its ticks at or after it; the ticks left out are not taken for a
+// stall (the local-health rule in Tick), unlike a tick that comes later
+// than that. Anything else the driver calls (Step, Begin) may bring the
+// time forward: ask again after it. A member that is not running an
+// operation needs a tick only at Wake's time (ok false: none at all).
+//
+// The simulator uses it to leave out the idle ticks of members that wait
+// (for a silent neighbour to be declared dead, say), which were two thirds
+// of its events. It answers conservatively: where a tick's effect depends
+// on state that changes only at ticks (the exchange's progress, noted per
+// tick), it names the next tick.
+func (m *Machine) NextTick(now time.Duration) (at time.Duration, ok bool) {
+	at, ok = m.Wake()
+	if !ok {
+		at = math.MaxInt64
+	}
+	if m.Active() && m.r.Tick > 0 {
+		at = min(at, m.opDue())
+		ok = true
+	} else if m.Active() {
+		at, ok = now, true
+	}
+	if ok {
+		at = max(at, now)
+		m.skipTo = at
+	}
+	return at, ok
+}
+
+// opDue is the earliest time at which tickOp acts, by the same conditions
+// (a strict comparison of durations, t > d, first holds at d+1).
+func (m *Machine) opDue() time.Duration {
+	o := m.cur
+	if o.x != nil && o.cert == nil {
+		// The exchange's progress is noted per tick (noteExchange), and
+		// its fallback counts from there: every tick.
+		return m.lastTick + m.r.Tick
+	}
+	due := time.Duration(math.MaxInt64)
+	if o.cert != nil {
+		for k := range m.nbrs {
+			nb := &o.nbr[k]
+			if !nb.watch {
+				continue
+			}
+			limit := m.limit(nb)
+			due = min(due, nb.heard+limit+1, max(nb.heard+limit/4, nb.pinged+m.r.Suspect/16)+1)
+		}
+	}
+	idle := m.r.Idle
+	if o.req.Idle > 0 {
+		idle = o.req.Idle
+	}
+	due = min(due, o.lastSend+idle<<o.idleShift)
+	if o.x != nil && o.cert != nil {
+		due = min(due, o.xTickAt+idle)
+	}
+	if px := &o.px; px.phase == 1 || px.phase == 2 {
+		due = min(due, px.phaseAt+m.r.Suspect/2+1, px.resentAt+m.r.Suspect/8+1)
+	}
+	if o.rootSince {
+		due = min(due, o.becameRoot+m.r.Suspect/2)
+	}
+	return due
+}
+
+// limit is how long neighbour nb may stay silent before it is declared
+// dead: Suspect, or four times that in this member's first operation for
+// a neighbour never heard from (the group may still be starting).
+func (m *Machine) limit(nb *nbrState) time.Duration {
+	if !nb.ever && m.ops == 1 {
+		return 4 * m.r.Suspect
+	}
+	return m.r.Suspect
 }
 
 // forgive moves every neighbour's last-heard time forward by d, the time
@@ -848,10 +936,7 @@ func (m *Machine) tickOp(now time.Duration) {
 			if !nb.watch {
 				continue
 			}
-			limit := m.r.Suspect
-			if !nb.ever && m.ops == 1 {
-				limit *= 4
-			}
+			limit := m.limit(nb)
 			quiet := now - nb.heard
 			switch {
 			case quiet > limit && !isolated:

@@ -17,7 +17,7 @@ import (
 
 // runtimeSimFlags are the flags of sim --runtime of its own.
 type runtimeSimFlags struct {
-	on            bool
+	on, everyTick bool
 	slow, slowBy  float64
 	pause, window time.Duration
 }
@@ -30,6 +30,8 @@ func (f *runtimeSimFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.pause, "pause", 0, "with --runtime: how long a starved member stops once (0: a fifth of the suspect timeout)")
 	fs.DurationVar(&f.window, "window", 30*time.Millisecond, "with --runtime: crashes and pauses fall at moments drawn from this first stretch of each operation "+
 		"(a fault-free exchange of 64 members takes about 0.4 ms, PFCC of 1,024 about 20 ms)")
+	fs.BoolVar(&f.everyTick, "every-tick", false, "with --runtime: tick every member every millisecond, as the live driver does, "+
+		"instead of only when its machine has something to do (slower; for comparison)")
 }
 
 // check refuses the algorithm simulator's flags and checks the runtime's.
@@ -61,7 +63,7 @@ func (f *runtimeSimFlags) check(set map[string]bool) error {
 // notGiven refuses the runtime's flags without --runtime.
 func (f *runtimeSimFlags) notGiven(set map[string]bool) error {
 	var only []string
-	for _, name := range []string{"pause", "slow", "slow-factor", "window"} {
+	for _, name := range []string{"pause", "slow", "slow-factor", "window", "every-tick"} {
 		if set[name] {
 			only = append(only, "--"+name)
 		}
@@ -96,13 +98,13 @@ type runtimeSimOutput struct {
 
 // runtimeFlags are the flags sim --runtime takes;
 // the others describe the algorithm-only simulator and are refused.
-var runtimeFlags = []string{"algo", "topology", "nodes", "eps", "runs", "loss", "crash", "slow", "slow-factor", "pause", "window", "json", "seed", "runtime", "quiet"}
+var runtimeFlags = []string{"algo", "topology", "nodes", "eps", "runs", "loss", "crash", "slow", "slow-factor", "pause", "window", "every-tick", "json", "seed", "runtime", "quiet"}
 
 func (c *simCmd) execRuntime(ctx context.Context, out *stdio) error {
 	n, f := c.group.nodes, &c.runtime
 	crash := c.faults.crash.share(n)
 	cfg := simnet.MeasureConfig{
-		Net:  simnet.Config{Nodes: n, Topology: c.group.topology, Algorithm: c.algo.one(), Loss: c.faults.loss.one()},
+		Net:  simnet.Config{Nodes: n, Topology: c.group.topology, Algorithm: c.algo.one(), Loss: c.faults.loss.one(), EveryTick: f.everyTick},
 		Runs: c.runs, Crash: crash, Slow: f.slow, SlowFactor: f.slowBy, Pause: f.pause, Window: f.window,
 	}
 	eps := familyDefaults[liveFamily].eps // the runtime's, which simnet applies

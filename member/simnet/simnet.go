@@ -13,6 +13,7 @@ package simnet
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -53,6 +54,12 @@ type Config struct {
 	// as extremes (element-wise maxima), so that member.CheckExtremes can
 	// check them.
 	Extremes bool
+	// EveryTick ticks every member every Tick, as the live driver does.
+	// By default a member that runs at full speed (not slowed, paused or
+	// made late) is ticked only when member.Machine.NextTick says a tick
+	// has something to do: members waiting out a silent neighbour's
+	// Suspect made two thirds of the events with ticks that did nothing.
+	EveryTick bool
 }
 
 func (c *Config) defaults() {
@@ -90,10 +97,19 @@ type event struct {
 }
 
 type node struct {
-	m        *member.Machine
-	crashed  bool
-	slow     float64       // processing-time factor, ≥ 1
-	late     time.Duration // how late each of its ticks comes (see Late)
+	m       *member.Machine
+	crashed bool
+	slow    float64       // processing-time factor, ≥ 1
+	late    time.Duration // how late each of its ticks comes (see Late)
+	pauses  []pause       // see Pause
+	// tickGen numbers the member's tick events: only the one that
+	// carries the current number is live, the others were replaced by an
+	// earlier one (see schedule). tickAt is when the live one is due
+	// (never: none is queued), lastTick when the member was last ticked.
+	tickGen  int32
+	tickAt   time.Duration
+	lastTick time.Duration
+	promised time.Duration // with checkTicks: what NextTick said after its last event (never: no tick needed)
 	busy     time.Duration // busy until then
 	wakeAt   time.Duration // the earliest wake event queued, 0 if none
 	inbox    []gossip.Message
@@ -122,7 +138,6 @@ type Net struct {
 	epoch    uint64
 	outcomes map[gossip.NodeID]member.Outcome
 	waiting  int // members not crashed and without an outcome of epoch
-	pauses   []pause
 	parts    []partition
 	record   bool
 	recorded []gossip.Message
@@ -135,6 +150,8 @@ type Net struct {
 	// group that cannot decide keeps gossiping at full speed, and a chaos
 	// campaign need not simulate all of it). Truncated counts such runs.
 	MaxEvents, Truncated int
+
+	checking bool // see checkTicks
 }
 
 // New builds the group: every member's machine, joined, nothing sent yet.
@@ -160,15 +177,16 @@ func New(cfg Config) (*Net, error) {
 			return nil, err
 		}
 	}
-	n := &Net{cfg: cfg, graph: g, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), cut: make([]int, cfg.Nodes)}
+	n := &Net{cfg: cfg, graph: g, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), cut: make([]int, cfg.Nodes), checking: checkTicks != nil}
 	for i := range cfg.Nodes {
 		m, err := member.New(member.Config{ID: gossip.NodeID(i), Graph: g, Algorithm: spec, Diameter: diam,
 			Epsilon: cfg.Epsilon, Idle: cfg.Idle, Suspect: cfg.Suspect, Tick: cfg.Tick, Seed: cfg.Seed})
 		if err != nil {
 			return nil, err
 		}
-		n.nodes = append(n.nodes, &node{m: m, slow: 1})
-		n.q.Push(float64(n.jitterStart()), event{kind: evTick, to: gossip.NodeID(i)})
+		at := n.jitterStart()
+		n.nodes = append(n.nodes, &node{m: m, slow: 1, tickAt: at})
+		n.q.Push(float64(at), event{kind: evTick, to: gossip.NodeID(i)})
 	}
 	return n, nil
 }
@@ -194,13 +212,12 @@ func (n *Net) Crashed(id gossip.NodeID) bool { return n.nodes[id].crashed }
 // not fire, and at the end it takes in everything that waited, as a
 // process resumed after SIGSTOP does.
 func (n *Net) Pause(id gossip.NodeID, at, d time.Duration) {
-	n.pauses = append(n.pauses, pause{id, at, at + d})
+	nd := n.nodes[id]
+	nd.pauses = append(nd.pauses, pause{at, at + d})
+	n.rearm(id)
 }
 
-type pause struct {
-	id       gossip.NodeID
-	from, to time.Duration
-}
+type pause struct{ from, to time.Duration }
 
 // ExitOnResult makes member id exit abruptly the moment it returns a
 // result with a nil error, as a process that prints its result and exits
@@ -213,10 +230,16 @@ func (n *Net) ExitOnResult(id gossip.NodeID, keep int) {
 // Late makes every tick of member id come d after it was due, as a
 // process that shares its cores with much other work wakes late every
 // time (its messages are still taken in as they come).
-func (n *Net) Late(id gossip.NodeID, d time.Duration) { n.nodes[id].late = max(d, 0) }
+func (n *Net) Late(id gossip.NodeID, d time.Duration) {
+	n.nodes[id].late = max(d, 0)
+	n.rearm(id)
+}
 
 // Slow makes member id process every event factor times slower.
-func (n *Net) Slow(id gossip.NodeID, factor float64) { n.nodes[id].slow = max(factor, 1) }
+func (n *Net) Slow(id gossip.NodeID, factor float64) {
+	n.nodes[id].slow = max(factor, 1)
+	n.rearm(id)
+}
 
 // Partition splits the group from at: side[i] names member i's side, and
 // members on different sides cannot talk until heal (never when heal ≤ at).
@@ -366,8 +389,8 @@ func (n *Net) crash(id gossip.NodeID) {
 func (n *Net) delay(id gossip.NodeID) time.Duration {
 	nd := n.nodes[id]
 	t := max(n.now, nd.busy)
-	for _, p := range n.pauses {
-		if p.id == id && t >= p.from && t < p.to {
+	for _, p := range nd.pauses {
+		if t >= p.from && t < p.to {
 			t = p.to
 		}
 	}
@@ -385,6 +408,9 @@ func (n *Net) handle(ev event) {
 		msg = n.landed(ev.msg)
 	}
 	if nd.crashed {
+		return
+	}
+	if ev.kind == evTick && !n.tickDue(ev, nd) {
 		return
 	}
 	if ev.kind == evDeliver {
@@ -418,11 +444,26 @@ func (n *Net) handle(ev event) {
 			nd.waiting = false
 		}
 	case evTick:
-		nd.m.Tick(n.now)
-		n.q.Push(float64(n.now+n.cfg.Tick+nd.late), ev)
+		if n.checking && n.elides(nd) {
+			n.checkTick(ev.to, nd)
+		} else {
+			nd.m.Tick(n.now)
+		}
+		nd.lastTick = n.now
+		if n.elides(nd) && !n.checking {
+			nd.tickAt = never
+			if at, ok := nd.m.NextTick(n.now); ok {
+				nd.tickAt = max(at, n.now+n.cfg.Tick)
+				n.q.Push(float64(nd.tickAt), ev)
+			}
+		} else {
+			nd.tickAt = n.now + n.cfg.Tick + nd.late
+			n.q.Push(float64(nd.tickAt), ev)
+		}
 	case evWake:
 		nd.wakeAt = 0
 		nd.m.Tick(n.now)
+		nd.lastTick = n.now
 	case evBegin:
 		if err := nd.m.Begin(n.now, nd.op); err != nil {
 			n.record1(ev.to, member.Outcome{Err: err})
@@ -431,6 +472,100 @@ func (n *Net) handle(ev event) {
 		nd.m.Foreign(n.now, gossip.NodeID(ev.msg), "another configuration (simulated)")
 	}
 	n.flush(ev.to)
+}
+
+// checkTicks, set by tests only, makes every Net built while it is set
+// tick every member every Tick and check member.Machine.NextTick against
+// what each tick does: a tick before the time NextTick named after the
+// member's previous event must send nothing, end nothing and change no
+// count, and not bring NextTick's answer forward. It is called with what a
+// tick broke, if anything.
+var checkTicks func(id gossip.NodeID, now time.Duration, what string)
+
+// checkTick ticks member id as checkTicks asks (see there).
+func (n *Net) checkTick(id gossip.NodeID, nd *node) {
+	promised := nd.promised
+	if n.now >= promised {
+		nd.m.Tick(n.now)
+		return
+	}
+	before, active := nd.m.Stats(), nd.m.Active()
+	nd.m.Tick(n.now)
+	after, _ := nd.m.NextTick(n.now)
+	switch {
+	case nd.m.Stats() != before:
+		checkTicks(id, n.now, fmt.Sprintf("a tick %v before the time promised changed the counts: %+v, then %+v", promised-n.now, before, nd.m.Stats()))
+	case nd.m.Active() != active:
+		checkTicks(id, n.now, fmt.Sprintf("a tick %v before the time promised ended the operation", promised-n.now))
+	case after < promised:
+		checkTicks(id, n.now, fmt.Sprintf("a tick %v before the time promised brought it forward to %v from now", promised-n.now, after-n.now))
+	}
+}
+
+// never is the tickAt of a member with no tick queued.
+const never = time.Duration(math.MaxInt64)
+
+// elides reports whether member nd is ticked only when its machine has
+// something to do (see Config.EveryTick): a member whose ticks come late
+// or whose events take longer keeps a tick every Tick, so that what it
+// forgives of its neighbours' silence (the local-health rule of
+// member.Machine.Tick) is what the live runtime would.
+func (n *Net) elides(nd *node) bool {
+	return (!n.cfg.EveryTick || n.checking) && nd.slow == 1 && nd.late == 0 && len(nd.pauses) == 0
+}
+
+// tickDue reports whether the tick event ev is to be handled now. A tick
+// replaced by an earlier one is dropped; one whose member has since
+// found nothing to do (its NextTick moved later: a message reset a
+// silence) is queued again for then.
+func (n *Net) tickDue(ev event, nd *node) bool {
+	if ev.msg != nd.tickGen {
+		return false
+	}
+	if !n.elides(nd) || n.checking {
+		return true
+	}
+	at, ok := nd.m.NextTick(n.now)
+	if !ok {
+		nd.tickAt = never
+		return false
+	}
+	if at = max(at, nd.lastTick+n.cfg.Tick); at > n.now {
+		nd.tickAt = at
+		n.q.Push(float64(at), ev)
+		return false
+	}
+	return true
+}
+
+// schedule brings member id's next tick forward to what its machine now
+// needs (see member.Machine.NextTick), after an event other than a tick.
+func (n *Net) schedule(id gossip.NodeID) {
+	nd := n.nodes[id]
+	if nd.crashed || !n.elides(nd) {
+		return
+	}
+	at, ok := nd.m.NextTick(n.now)
+	if !ok {
+		return
+	}
+	if at = max(at, nd.lastTick+n.cfg.Tick, n.now); at < nd.tickAt {
+		nd.tickGen++
+		nd.tickAt = at
+		n.q.Push(float64(at), event{kind: evTick, to: id, msg: nd.tickGen})
+	}
+}
+
+// rearm gives member nd a tick every Tick again, from now, when it
+// stops eliding ticks (Slow, Late, Pause) while none is queued.
+func (n *Net) rearm(id gossip.NodeID) {
+	nd := n.nodes[id]
+	if nd.tickAt != never {
+		return
+	}
+	nd.tickGen++
+	nd.tickAt = max(n.now, nd.lastTick+n.cfg.Tick)
+	n.q.Push(float64(nd.tickAt), event{kind: evTick, to: id, msg: nd.tickGen})
 }
 
 // flush sends member id's outbox through the network and takes its
@@ -481,6 +616,15 @@ func (n *Net) flush(id gossip.NodeID) {
 	}
 	clear(all) // the buffer is flush's again: let the messages go
 	n.out = all[:0]
+	switch {
+	case n.checking && n.elides(nd):
+		nd.promised = never
+		if at, ok := nd.m.NextTick(n.now); ok {
+			nd.promised = at
+		}
+	case n.elides(nd):
+		n.schedule(id)
+	}
 	if at, ok := nd.m.Wake(); ok && (nd.wakeAt == 0 || at < nd.wakeAt) && at > n.now {
 		nd.wakeAt = at
 		n.q.Push(float64(at), event{kind: evWake, to: id})
