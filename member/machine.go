@@ -830,9 +830,7 @@ func (m *Machine) Tick(now time.Duration) {
 //
 // The simulator uses it to leave out the idle ticks of members that wait
 // (for a silent neighbour to be declared dead, say), which were two thirds
-// of its events. It answers conservatively: where a tick's effect depends
-// on state that changes only at ticks (the exchange's progress, noted per
-// tick), it names the next tick.
+// of its events.
 func (m *Machine) NextTick(now time.Duration) (at time.Duration, ok bool) {
 	at, ok = m.Wake()
 	if !ok {
@@ -855,11 +853,6 @@ func (m *Machine) NextTick(now time.Duration) (at time.Duration, ok bool) {
 // (a strict comparison of durations, t > d, first holds at d+1).
 func (m *Machine) opDue() time.Duration {
 	o := m.cur
-	if o.x != nil && o.cert == nil {
-		// The exchange's progress is noted per tick (noteExchange), and
-		// its fallback counts from there: every tick.
-		return m.lastTick + m.r.Tick
-	}
 	due := time.Duration(math.MaxInt64)
 	if o.cert != nil {
 		for k := range m.nbrs {
@@ -878,6 +871,11 @@ func (m *Machine) opDue() time.Duration {
 	due = min(due, o.lastSend+m.idleWait(o, idle))
 	if o.x != nil && o.cert != nil {
 		due = min(due, o.xTickAt+idle)
+	}
+	if o.x != nil && o.cert == nil {
+		// The exchange's progress is noted as it steps (noteExchange):
+		// only the fallback after Suspect without it is the tick's.
+		due = min(due, o.progressAt+m.r.Suspect+1)
 	}
 	if px := &o.px; px.phase == 1 || px.phase == 2 {
 		due = min(due, px.phaseAt+m.r.Suspect/2+1, px.resentAt+m.r.Suspect/8+1)
