@@ -409,7 +409,7 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 	// The member runs now: local health measures the next tick's lateness
 	// from here, not from a tick before the operation (a driver need not
 	// tick an idle member, and the idle time is no stall).
-	m.lastTick, m.ticked = now, true
+	m.lastTick, m.ticked, m.skipTo = now, true, 0
 	if m.cur != nil {
 		m.finished = append(m.finished, m.cur)
 		if len(m.finished) > keepFinished {
@@ -880,8 +880,15 @@ func (m *Machine) opDue() time.Duration {
 	if px := &o.px; px.phase == 1 || px.phase == 2 {
 		due = min(due, px.phaseAt+m.r.Suspect/2+1, px.resentAt+m.r.Suspect/8+1)
 	}
-	if o.rootSince {
-		due = min(due, o.becameRoot+m.r.Suspect/2)
+	// The root's decision (checkDone) follows every step, but a member
+	// found dead by other means (a Leave, a foreign configuration) can
+	// complete the certificate with no step after it.
+	if c := o.cert; c != nil && o.px.phase == 0 && c.complete() && c.root() == int(m.r.ID) && c.live() >= Quorum(m.r.n) {
+		if c.root() != 0 && o.rootSince {
+			due = min(due, o.becameRoot+m.r.Suspect/2)
+		} else {
+			due = min(due, m.lastTick+m.r.Tick)
+		}
 	}
 	return due
 }

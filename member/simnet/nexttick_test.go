@@ -47,3 +47,38 @@ func TestNextTickIsKept(t *testing.T) {
 		require.Empty(t, broke, "%+v", f)
 	}
 }
+
+// TestSlowingAMemberRearmsItsTicks: a member that elided its ticks and is
+// then slowed, made late or paused between operations (as trace scripts
+// do) gets a tick every Tick again from then on, not at whatever time its
+// last queued tick was due (found in review: such a member went without
+// a single tick through the next operation).
+func TestSlowingAMemberRearmsItsTicks(t *testing.T) {
+	net, err := New(Config{Nodes: 16, Topology: "hypercube", Algorithm: "pfcc", Seed: 9})
+	require.NoError(t, err)
+	net.Crash(5, 0)
+	inputs := make([][]float64, 16)
+	for i := range inputs {
+		inputs[i] = []float64{float64(i)}
+	}
+	net.Run(1, inputs, nil, 10*time.Second)
+	far := 0
+	for i, nd := range net.nodes {
+		if i == 5 {
+			continue
+		}
+		if nd.tickAt > net.Now()+net.cfg.Tick {
+			far++
+		}
+		switch i % 3 {
+		case 0:
+			net.Slow(gossip.NodeID(i), 3)
+		case 1:
+			net.Late(gossip.NodeID(i), time.Millisecond)
+		default:
+			net.Pause(gossip.NodeID(i), net.Now()+time.Hour, time.Millisecond)
+		}
+		require.LessOrEqual(t, nd.tickAt, net.Now()+net.cfg.Tick, "member %d's next tick", i)
+	}
+	require.Positive(t, far, "no member had its next tick far off: the test shows nothing")
+}

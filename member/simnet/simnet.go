@@ -213,8 +213,9 @@ func (n *Net) Crashed(id gossip.NodeID) bool { return n.nodes[id].crashed }
 // process resumed after SIGSTOP does.
 func (n *Net) Pause(id gossip.NodeID, at, d time.Duration) {
 	nd := n.nodes[id]
+	was := n.elides(nd)
 	nd.pauses = append(nd.pauses, pause{at, at + d})
-	n.rearm(id)
+	n.rearm(id, was)
 }
 
 type pause struct{ from, to time.Duration }
@@ -231,14 +232,16 @@ func (n *Net) ExitOnResult(id gossip.NodeID, keep int) {
 // process that shares its cores with much other work wakes late every
 // time (its messages are still taken in as they come).
 func (n *Net) Late(id gossip.NodeID, d time.Duration) {
+	was := n.elides(n.nodes[id])
 	n.nodes[id].late = max(d, 0)
-	n.rearm(id)
+	n.rearm(id, was)
 }
 
 // Slow makes member id process every event factor times slower.
 func (n *Net) Slow(id gossip.NodeID, factor float64) {
+	was := n.elides(n.nodes[id])
 	n.nodes[id].slow = max(factor, 1)
-	n.rearm(id)
+	n.rearm(id, was)
 }
 
 // Partition splits the group from at: side[i] names member i's side, and
@@ -556,11 +559,12 @@ func (n *Net) schedule(id gossip.NodeID) {
 	}
 }
 
-// rearm gives member nd a tick every Tick again, from now, when it
-// stops eliding ticks (Slow, Late, Pause) while none is queued.
-func (n *Net) rearm(id gossip.NodeID) {
+// rearm gives member id a tick every Tick again, from now, when it stops
+// eliding ticks (Slow, Late, Pause; was: it elided them before): the tick
+// queued may be far off, or none may be.
+func (n *Net) rearm(id gossip.NodeID, was bool) {
 	nd := n.nodes[id]
-	if nd.tickAt != never {
+	if !was || n.elides(nd) {
 		return
 	}
 	nd.tickGen++
