@@ -1060,8 +1060,10 @@ func (m *Machine) idleWait(o *op, idle time.Duration) time.Duration {
 // gets one of this member's idle pushes every Suspect/4 on average, and
 // with its own idle pushes to this member and the answers a pair hears
 // from each other about every Suspect/8, half the silence after which the
-// failure detector probes (see tickOp): a calm group must not turn into
-// one that probes.
+// failure detector probes (see tickOp). Some pairs still go quiet that
+// long and probe: at 4,096 simulated members with 1 % crashes the probes
+// and their answers rose from 133 k to 195 k messages while the pushes
+// fell by 1.4 M.
 func (m *Machine) calmCap(idle time.Duration) time.Duration {
 	return max(idle, m.r.Suspect/time.Duration(4*max(len(m.nbrs), 1)))
 }
