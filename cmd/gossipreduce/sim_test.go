@@ -200,11 +200,27 @@ func TestSimRuntimeRefusesAlgorithmSimulatorFlags(t *testing.T) {
 		{"sim", "--runtime", "--window", "0s"},
 		{"sim", "--slow", "0.1"},
 		{"sim", "--window", "1ms"},
+		{"sim", "--every-tick"},
 	} {
 		code, _, stderr := runCLI(t, args...)
 		assert.Equal(t, 2, code, "%v: %s", args, stderr)
 		assert.Contains(t, stderr, "usage", "%v", args)
 	}
+}
+
+// TestSimRuntimeEveryTick: --every-tick ticks every member every Tick
+// and so handles more events, and the simulated operation is the same
+// kind of result (no failure, no wrong result, no false death).
+func TestSimRuntimeEveryTick(t *testing.T) {
+	args := []string{"sim", "--runtime", "--nodes", "32", "--topology", "hypercube", "--algo", "pfcc", "--crash", "0.05", "--seed", "3", "--json"}
+	lean := jsonObject(t, args...)
+	every := jsonObject(t, append(args, "--every-tick")...)
+	for _, obj := range []map[string]any{lean, every} {
+		assert.Equal(t, 0.0, obj["failed"])
+		assert.Equal(t, 0.0, obj["wrong"])
+		assert.Equal(t, 0.0, obj["false_deaths"])
+	}
+	assert.Greater(t, every["events"].(float64), lean["events"].(float64), "ticking everyone every Tick handles more events")
 }
 
 func TestSimCrashShare(t *testing.T) {

@@ -454,11 +454,7 @@ func (n *Net) handle(ev event) {
 		}
 		nd.lastTick = n.now
 		if n.elides(nd) && !n.checking {
-			nd.tickAt = never
-			if at, ok := nd.m.NextTick(n.now); ok {
-				nd.tickAt = max(at, n.now+n.cfg.Tick)
-				n.q.Push(float64(nd.tickAt), ev)
-			}
+			nd.tickAt = never // flush queues the next one (schedule)
 		} else {
 			nd.tickAt = n.now + n.cfg.Tick + nd.late
 			n.q.Push(float64(nd.tickAt), ev)
