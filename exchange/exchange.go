@@ -412,11 +412,12 @@ func (m *Machine) takeResult(p []float64, chosen bool) {
 	case m.final, !chosen && (m.p1 < 0 || m.accepted || m.refused):
 		m.cnt.Duplicates++
 		return
-	case m.accepted && !gossip.SameBits(p, m.y):
+	}
+	m.check() // a flipped state is no disagreement
+	if m.accepted && !gossip.SameBits(p, m.y) {
 		m.mismatch = true
 		return
 	}
-	m.check()
 	m.jump = append([]float64(nil), p...)
 	copy(m.y, m.jump)
 	m.yHash = hashWords(m.y)

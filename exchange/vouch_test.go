@@ -1,6 +1,7 @@
 package exchange
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -131,4 +132,24 @@ func TestVouchCountsAreChecked(t *testing.T) {
 		assert.ErrorIs(t, err, gossip.ErrForeignMessage, "count %v", c)
 		assert.False(t, a.Done(), "count %v", c)
 	}
+}
+
+// TestFlippedStateIsNoMismatch: a chosen result that arrives while this
+// node's own result has a flipped bit (not yet repaired) is compared with
+// the repaired state, not the flipped one: a flip is no disagreement. The
+// chunked flip test found this (a false mismatch, which made the runtime
+// fall back for nothing).
+func TestFlippedStateIsNoMismatch(t *testing.T) {
+	a, b := acceptedPair(t)
+	chosen := b.message(0, rdb.TagFoldOut|flagChosen, b.y)
+	for w := range a.Words() {
+		*w.Ptr = math.Float64frombits(math.Float64bits(*w.Ptr) ^ 1<<45)
+		break
+	}
+	_, err := a.Step(chosen, nil)
+	require.NoError(t, err)
+	assert.False(t, a.Mismatch())
+	assert.True(t, a.Done())
+	assert.Equal(t, []float64{1.5}, a.Estimate(nil))
+	assert.Equal(t, 1, a.Counters().Repairs)
 }
