@@ -61,6 +61,8 @@ var specs = []Spec{
 		New: func(c gossip.Config) (gossip.Machine, error) { return rdb.New(c) }},
 	{Name: "exchange", Summary: "dimension exchange: rdb's schedule with hashes, stored messages and resends, PFCC when an input is lost", Finite: true, Ticked: true, Fallback: "pfcc", Extremes: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return exchange.New(c) }},
+	{Name: "exchange-chunked", Summary: "chunked dimension exchange: rhd's schedule (the ring's bytes) with exchange's hashes, resends and second pass, PFCC when a slice or an input is lost", Finite: true, Ticked: true, Fallback: "pfcc", Extremes: true,
+		New: func(c gossip.Config) (gossip.Machine, error) { return exchange.NewChunked(c) }},
 	{Name: "ring", Summary: "ring reduce-scatter + all-gather, the bandwidth-optimal baseline for large vectors (no fault tolerance)", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return ring.New(c) }},
 	{Name: "rhd", Summary: "recursive halving + doubling (Rabenseifner): the ring's bytes in 2 log2 N messages (experimental, no fault tolerance)", Finite: true,

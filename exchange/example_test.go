@@ -44,3 +44,50 @@ func Example() {
 	// 3 true [20]
 	// 4 true [20]
 }
+
+// Four nodes average vectors of 7 components by chunked exchange. In the
+// first pass each node sends half of its vector (4 of its 8 words, the
+// weight included), then a quarter, then the quarter it reduced and the
+// half it holds: 4 messages and 12 words instead of recursive doubling's
+// 2 messages of 8 words, for the ring's bytes when vectors are large.
+// The second pass adds 2 vouches a node.
+func ExampleNewChunked() {
+	g, err := topology.Parse("complete", 4)
+	if err != nil {
+		panic(err)
+	}
+	var ms []*exchange.Machine
+	var queue []gossip.Message
+	for i := range 4 {
+		v := make([]float64, 7)
+		for c := range v {
+			v[c] = float64(i*c + i)
+		}
+		m, err := exchange.NewChunked(gossip.Config{ID: gossip.NodeID(i), Overlay: g, Value: v})
+		if err != nil {
+			panic(err)
+		}
+		ms = append(ms, m)
+		queue = m.Tick(queue)
+	}
+	sent := len(queue)
+	for len(queue) > 0 {
+		msg := queue[0]
+		queue = queue[1:]
+		n := len(queue)
+		if queue, err = ms[msg.To].Step(msg, queue); err != nil {
+			panic(err)
+		}
+		sent += len(queue) - n
+	}
+	for _, m := range ms {
+		fmt.Println(m.ID(), m.Done(), m.Estimate(nil))
+	}
+	fmt.Println("messages", sent)
+	// Output:
+	// 0 true [1.5 3 4.5 6 7.5 9 10.5]
+	// 1 true [1.5 3 4.5 6 7.5 9 10.5]
+	// 2 true [1.5 3 4.5 6 7.5 9 10.5]
+	// 3 true [1.5 3 4.5 6 7.5 9 10.5]
+	// messages 24
+}

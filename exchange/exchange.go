@@ -20,9 +20,10 @@
 //     goes through a bijective mix before the words are added); changes to
 //     several words escape with probability about 2^-64.
 //   - The state (the partial sums, the words an SDC injector can reach) is
-//     hashed too and checked before every use; a state that fails is rebuilt
-//     from the input and the verified partials received, so a flip of the
-//     state is repaired, never sent on.
+//     hashed too and checked before every use (the words a step sends or
+//     adds to, and the whole state before it is taken as the result); a
+//     state that fails is rebuilt from the input and the verified partials
+//     received, so a flip of the state is repaired, never sent on.
 //   - A node keeps every step message it sent. A node that waits for a step
 //     sends its own message of that step again with an ask flag (or, in a
 //     fold step where it has none, an empty ask), after a timeout that
@@ -66,6 +67,11 @@
 // Fault-free, a node sends 2·⌊log2 N⌋ messages (plus one folded), half of
 // them three words long, and every node returns R with no certificate and
 // no broadcast.
+//
+// NewChunked builds the same machine on another first pass, recursive
+// halving and doubling, for large vectors: each member sends about twice
+// its vector in all instead of log2 N times; see NewChunked for what it
+// gives up.
 package exchange
 
 import (
@@ -77,6 +83,8 @@ import (
 
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/rdb"
+	"github.com/gossipreduce/gossipreduce/rhd"
+	"github.com/gossipreduce/gossipreduce/ring"
 )
 
 // Tag flags, above every step number (rdb's step tags are below 1<<21).
@@ -86,6 +94,13 @@ const (
 	flagVouch  = 1 << 42 // a step of the second pass: the hash of the result, no partial
 	flagChosen = 1 << 43 // a result (fold-out) from a node that finished the second pass
 	stepMask   = 1<<40 - 1
+
+	// lenShift is where a chunked exchange's tags carry the length of its
+	// vectors (modulo 2^20, lenMask): two members whose vectors differ in
+	// length may cut halves of the same length, which must never be
+	// added. Plain exchange leaves these bits zero.
+	lenShift = 44
+	lenMask  = 1<<20 - 1
 )
 
 // alternateFrom is the ask from which a waiting node turns to nodes other
@@ -125,12 +140,16 @@ type Machine struct {
 	e     int // extremes, after the weight in the state and the partials
 	epoch uint64
 	plan  []rdb.Step
-	p1    int // index into plan where the first pass ends (-1: a folded rank, which never accepts)
-	p2    int // index into plan where the second pass ends: from here on the result is chosen
+	rng   [][2][2]int // chunked (NewChunked): per step the words sent and received, [lo, hi); nil: whole vectors
+	wtag  uint64      // chunked: the vector's words modulo 2^20, in every tag from lenShift
+	p1    int         // index into plan where the first pass ends (-1: a folded rank, which never accepts)
+	p2    int         // index into plan where the second pass ends: from here on the result is chosen
 
 	input []float64 // x…, w, e… as given, to rebuild the state from
 	y     []float64 // partial sums x…, w and maxima e… after the steps done so far
-	yHash uint64    // hashWords(y), to tell a flipped state
+	yHash uint64    // hashWords(y), to tell a flipped state: the sum of sh
+	cuts  []int     // the slices the state's hash is kept by: slice j is y[cuts[j]:cuts[j+1]] (chunked: the ranks' slices; else one)
+	sh    []uint64  // per slice, its words' share of yHash (hashWords adds over words)
 
 	next    int         // index into plan of the step under way
 	sent    [][]float64 // per step: what this node sent (a vouch, the fold-out), sentPartial for a partial of the first pass (see sentPayload), nil before
@@ -157,12 +176,41 @@ type Machine struct {
 // New builds the exchange machine of node cfg.ID among cfg.Overlay.Len()
 // nodes. As for rdb, the overlay's edges are not used: only the node count
 // matters.
-func New(cfg gossip.Config) (*Machine, error) {
+func New(cfg gossip.Config) (*Machine, error) { return build(cfg, false) }
+
+// NewChunked builds the chunked exchange machine of node cfg.ID: the first
+// pass runs recursive halving and doubling (package rhd) instead of
+// recursive doubling, so each rank adds the partners' terms of one slice
+// of the vector only and the all-gather copies the slices' sums. A node
+// sends about 2 (N−1)/N of its vector in 2 log2 N messages instead of
+// log2 N whole vectors: the ring's bytes, for large vectors.
+//
+// The hashes, the state's repair, the stored messages, the resends and the
+// second pass are exchange's. What chunking gives up is the asking around:
+// a rank's partial of a step is held by that rank alone (the members of a
+// subcube hold different slices), so a silent partner is asked again, and
+// in between the other nodes are asked for the result, but a partner that
+// died after the reduce-scatter began stalls the first pass, and the
+// runtime falls back as it does for an input lost with its node.
+//
+// Vectors (components, weight and extremes) of fewer words than the
+// hypercube's 2^⌊log2 N⌋ ranks have nothing to cut: the machine then runs
+// the plain schedule of New, which every node of the group decides alike.
+func NewChunked(cfg gossip.Config) (*Machine, error) { return build(cfg, true) }
+
+func build(cfg gossip.Config, chunked bool) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	n := cfg.Overlay.Len()
-	plan := rdb.Schedule(int(cfg.ID), n)
+	w := len(cfg.Value) + 1 + len(cfg.Extremes)
+	var plan []rdb.Step
+	var rng [][2][2]int
+	if chunked && w >= 1<<(bits.Len(uint(n))-1) {
+		plan, rng = chunkedPlan(int(cfg.ID), n, w)
+	} else {
+		plan = rdb.Schedule(int(cfg.ID), n)
+	}
 	rank := rdb.Rank(int(cfg.ID), n)
 	p1, p2 := -1, len(plan)
 	if rank >= 0 {
@@ -178,17 +226,60 @@ func New(cfg gossip.Config) (*Machine, error) {
 			vouch = append(vouch, rdb.Step{Tag: flagVouch | uint64(k+1), SendTo: peer, RecvFrom: peer})
 		}
 		plan = slices.Insert(plan, p1, vouch...)
+		if rng != nil {
+			rng = slices.Insert(rng, p1, make([][2][2]int, len(vouch))...)
+		}
 		p2 = p1 + len(vouch)
 	}
 	input := append(append(append([]float64(nil), cfg.Value...), cfg.Weight()), cfg.Extremes...)
 	m := &Machine{
-		id: cfg.ID, n: n, k: len(cfg.Value), e: len(cfg.Extremes), epoch: cfg.Epoch, plan: plan, p1: p1, p2: p2,
+		id: cfg.ID, n: n, k: len(cfg.Value), e: len(cfg.Extremes), epoch: cfg.Epoch, plan: plan, rng: rng, p1: p1, p2: p2,
 		input: input, y: append([]float64(nil), input...),
 		sent: make([][]float64, len(plan)), got: make([][]float64, len(plan)),
 		backoff: 1, rank: rank,
 	}
-	m.yHash = hashWords(m.y)
+	m.cuts = []int{0, w}
+	if rng != nil {
+		m.wtag = uint64(w) & lenMask
+		p := 1 << (bits.Len(uint(n)) - 1)
+		m.cuts = make([]int, p+1)
+		for j := range p {
+			m.cuts[j], m.cuts[j+1] = ring.Slice(j, w, p)
+		}
+	}
+	m.sh = make([]uint64, len(m.cuts)-1)
+	m.rehash(0, w)
 	return m, nil
+}
+
+// chunkedPlan is rhd's schedule of node id among n nodes for vectors of w
+// words, as steps of the exchange (the fold steps keep rdb's tags) and the
+// ranges each sends and receives.
+func chunkedPlan(id, n, w int) ([]rdb.Step, [][2][2]int) {
+	last := 2*(bits.Len(uint(n))-1) + 1 // rhd's fold-out
+	var plan []rdb.Step
+	var rng [][2][2]int
+	for _, s := range rhd.Schedule(id, n, w) {
+		st := rdb.Step{Tag: uint64(s.Tag), SendTo: -1, RecvFrom: -1, Replace: s.Replace}
+		if s.Tag == last {
+			st.Tag = rdb.TagFoldOut
+		}
+		if s.Send[1] > s.Send[0] {
+			st.SendTo = s.Peer
+		}
+		if s.Recv[1] > s.Recv[0] {
+			st.RecvFrom = s.Peer
+		}
+		plan = append(plan, st)
+		rng = append(rng, [2][2]int{s.Send, s.Recv})
+	}
+	return plan, rng
+}
+
+// partnerOnly reports whether only the partner holds what a step with tag
+// carries: a partial of a chunked first pass.
+func (m *Machine) partnerOnly(tag uint64) bool {
+	return m.rng != nil && tag&flagVouch == 0 && cubeStep(tag) >= 0
 }
 
 // cubeStep returns the hypercube step (0 …) that tag names, in either
@@ -201,14 +292,28 @@ func cubeStep(tag uint64) int {
 }
 
 // width is the number of words a step's message carries before its hash:
-// a partial (values, weight and extremes), or the result's hash in the
-// second pass.
-func (m *Machine) width(tag uint64) int {
+// a partial (values, weight and extremes; in a chunked first pass the
+// range this node receives in the step, in, or sends, !in), or the
+// result's hash in the second pass. A partner's send is this node's
+// receive, so both ends agree, empty asks included.
+func (m *Machine) width(tag uint64, in bool) int {
 	if tag&flagVouch != 0 {
 		return 3
 	}
+	if m.partnerOnly(tag) {
+		if i := m.stepOf(tag); i >= 0 {
+			r := m.rng[i][0]
+			if in {
+				r = m.rng[i][1]
+			}
+			return r[1] - r[0]
+		}
+	}
 	return m.k + 1 + m.e
 }
+
+// at returns where in the state the words received in step i go.
+func (m *Machine) at(i int) int { return m.recvRange(i)[0] }
 
 // stepOf returns the index into the plan of the step with tag, or -1.
 func (m *Machine) stepOf(tag uint64) int {
@@ -331,6 +436,8 @@ func (m *Machine) askee(s rdb.Step, try int) (int, uint64) {
 	}
 	t := try - alternateFrom
 	switch k := cubeStep(s.Tag); {
+	case m.partnerOnly(s.Tag) && t%2 == 0:
+		return s.RecvFrom, s.Tag
 	case k >= 0 && t%2 == 0:
 		return rdb.Node(rdb.Rank(s.RecvFrom, m.n)^(t/2+1)%(1<<k), m.n), s.Tag
 	case k >= 0:
@@ -353,16 +460,22 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	if err := gossip.CheckHeader(msg, gossip.KindExchange, m.epoch, m.id); err != nil {
 		return out, fmt.Errorf("exchange: %w", err)
 	}
-	tag := msg.Tag & (stepMask | flagVouch)
-	ask, carries, chosen := msg.Tag&flagAsk != 0, msg.Tag&flagEmpty == 0, msg.Tag&flagChosen != 0
+	mt := msg.Tag // the tag without a chunked exchange's length
+	if m.rng != nil {
+		mt &^= lenMask << lenShift
+	}
+	tag := mt & (stepMask | flagVouch)
+	ask, carries, chosen := mt&flagAsk != 0, mt&flagEmpty == 0, mt&flagChosen != 0
 	switch {
 	case int64(msg.From) >= int64(m.n) || msg.From == m.id:
 		return out, fmt.Errorf("exchange: %w: node %d", gossip.ErrUnknownPeer, msg.From)
-	case msg.Tag&^(stepMask|flagAsk|flagEmpty|flagVouch|flagChosen) != 0 || !carries && !ask ||
+	case mt&^(stepMask|flagAsk|flagEmpty|flagVouch|flagChosen) != 0 || !carries && !ask ||
 		chosen && (tag != rdb.TagFoldOut || ask) || tag&flagVouch != 0 && cubeStep(tag) < 0:
 		return out, fmt.Errorf("exchange: %w: tag %#x", gossip.ErrForeignMessage, msg.Tag)
-	case len(msg.Payload) != m.width(tag)+2:
-		return out, fmt.Errorf("exchange: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), m.width(tag)+2)
+	case m.rng != nil && msg.Tag>>lenShift != m.wtag:
+		return out, fmt.Errorf("exchange: %w: node %d's vectors have %d words (modulo 2^20), this node's %d", gossip.ErrLength, msg.From, msg.Tag>>lenShift, m.wtag)
+	case len(msg.Payload) != m.width(tag, true)+2:
+		return out, fmt.Errorf("exchange: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), m.width(tag, true)+2)
 	}
 	from := int(msg.From)
 	idx := m.stepOf(tag)
@@ -391,7 +504,7 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	case recv >= 0 && (m.got[recv] != nil || recv < m.next):
 		m.cnt.Duplicates++
 	case recv >= 0:
-		m.got[recv] = append([]float64(nil), msg.Payload[:m.width(tag)]...)
+		m.got[recv] = append([]float64(nil), msg.Payload[:m.width(tag, true)]...)
 	}
 	if ask {
 		out = m.answer(out, idx, tag, from)
@@ -420,7 +533,7 @@ func (m *Machine) takeResult(p []float64, chosen bool) {
 	}
 	m.jump = append([]float64(nil), p...)
 	copy(m.y, m.jump)
-	m.yHash = hashWords(m.y)
+	m.rehash(0, len(m.y))
 	m.progress++
 	if !chosen {
 		m.next = m.p1
@@ -465,7 +578,7 @@ func (m *Machine) answer(out []gossip.Message, idx int, tag uint64, from int) []
 // node that folds in.
 func (m *Machine) takesFrom(idx, from int) bool {
 	s := m.plan[idx]
-	if k := cubeStep(s.Tag); k >= 0 {
+	if k := cubeStep(s.Tag); k >= 0 && !m.partnerOnly(s.Tag) {
 		return m.supplies(from, k)
 	}
 	return from == s.RecvFrom
@@ -480,7 +593,7 @@ func (m *Machine) answers(idx int, tag uint64, from int) bool {
 		return true
 	case idx < 0:
 		return false
-	case k >= 0:
+	case k >= 0 && !m.partnerOnly(tag):
 		return m.supplies(from, k)
 	}
 	return m.plan[idx].SendTo == from
@@ -513,20 +626,21 @@ func (m *Machine) advance(out []gossip.Message) []gossip.Message {
 		}
 		s := m.plan[m.next]
 		if s.SendTo >= 0 && m.sent[m.next] == nil {
-			m.check()
 			tag := s.Tag
 			switch {
 			case s.Tag&flagVouch != 0:
 				m.sent[m.next] = []float64{float64(m.rHash >> 32), float64(m.rHash & 0xffffffff), float64(m.vouched)}
 			case s.Tag == rdb.TagFoldOut, m.jump != nil:
+				m.check()
 				if s.Tag == rdb.TagFoldOut {
 					tag |= flagChosen
 				}
 				m.sent[m.next] = append([]float64(nil), m.y...)
 			default:
-				// The state as it is now, after check, is what the input
-				// and the partials received so far rebuild: keep a mark,
-				// not a copy of the vector (see sentPayload).
+				// The words sent as they are now, after the check, are
+				// what the input and the partials received so far
+				// rebuild: keep a mark, not a copy (see sentPayload).
+				m.checkRange(m.sendRange(m.next))
 				m.sent[m.next] = sentPartial
 			}
 			out = append(out, m.message(s.SendTo, tag, m.sentPayload(m.next)))
@@ -543,9 +657,12 @@ func (m *Machine) advance(out []gossip.Message) []gossip.Message {
 				}
 				m.vouched += int(got[2])
 			} else {
-				m.check()
-				m.apply(m.y, got, s.Replace)
-				m.yHash = hashWords(m.y)
+				r := m.recvRange(m.next)
+				if !s.Replace {
+					m.checkRange(r) // the words added to; replaced ones need none
+				}
+				m.apply(m.y, got, r[0], s.Replace)
+				m.rehash(r[0], r[1])
 			}
 		}
 		m.next++
@@ -563,20 +680,23 @@ func (m *Machine) advance(out []gossip.Message) []gossip.Message {
 	return out
 }
 
-// apply takes a partner's partial into the state y: it replaces y (the
-// fold-out's result), or adds the sums and takes the maxima. Both partners
-// compute the same bits: IEEE addition is commutative, and so is math.Max
-// on finite numbers, signed zeros included (+0 over -0 either way round).
-func (m *Machine) apply(y, got []float64, replace bool) {
+// apply takes a partner's partial, the words of y from at on, into the
+// state y: it replaces them (the fold-out's result, a chunked all-gather),
+// or adds the sums and takes the maxima. Both partners compute the same
+// bits: IEEE addition is commutative, and so is math.Max on finite
+// numbers, signed zeros included (+0 over -0 either way round).
+func (m *Machine) apply(y, got []float64, at int, replace bool) {
+	dst := y[at : at+len(got)]
 	if replace {
-		copy(y, got)
+		copy(dst, got)
 		return
 	}
-	for c := range m.k + 1 {
-		y[c] += got[c]
+	sums := min(max(m.k+1-at, 0), len(dst)) // the words before the extremes
+	for c := range sums {
+		dst[c] += got[c]
 	}
-	for c := m.k + 1; c < len(y); c++ {
-		y[c] = math.Max(y[c], got[c])
+	for c := sums; c < len(dst); c++ {
+		dst[c] = math.Max(dst[c], got[c])
 	}
 }
 
@@ -584,22 +704,77 @@ func (m *Machine) apply(y, got []float64, replace bool) {
 // no longer matches its hash: a flip of the state is repaired before it is
 // sent or returned.
 func (m *Machine) check() {
-	if hashWords(m.y) == m.yHash {
-		return
+	if hashWords(m.y) != m.yHash {
+		m.repair()
 	}
+}
+
+// checkRange is check for the words of r only, the ones a step is about to
+// send or add to: a chunked step costs its range, not the vector. A flip
+// elsewhere is found when those words are used, or by the full check
+// before the result is taken or sent.
+func (m *Machine) checkRange(r [2]int) {
+	if !m.rangeOK(r) {
+		m.repair()
+	}
+}
+
+// rangeOK reports whether the words of r match their hash.
+func (m *Machine) rangeOK(r [2]int) bool {
+	var want uint64
+	for _, h := range m.sh[m.sliceIndex(r[0]):m.sliceIndex(r[1])] {
+		want += h
+	}
+	return hashRange(m.y, r[0], r[1]) == want
+}
+
+// sliceIndex returns j with cuts[j] = at: ranges are whole slices.
+func (m *Machine) sliceIndex(at int) int {
+	j, _ := slices.BinarySearch(m.cuts, at)
+	return j
+}
+
+// rehash recomputes the hash of the slices of y[lo:hi] (whole slices) and
+// yHash with them.
+func (m *Machine) rehash(lo, hi int) {
+	for j := m.sliceIndex(lo); j < len(m.sh) && m.cuts[j] < hi; j++ {
+		h := hashRange(m.y, m.cuts[j], m.cuts[j+1])
+		m.yHash += h - m.sh[j]
+		m.sh[j] = h
+	}
+}
+
+// repair rebuilds the state from the input and the partials received (or
+// the result taken), and its hashes.
+func (m *Machine) repair() {
 	m.cnt.Repairs++
 	if m.jump != nil {
 		copy(m.y, m.jump)
-		m.yHash = hashWords(m.y)
-		return
-	}
-	copy(m.y, m.input)
-	for i := range min(m.next, m.p1max()) {
-		if s := m.plan[i]; s.RecvFrom >= 0 && s.Tag&flagVouch == 0 {
-			m.apply(m.y, m.got[i], s.Replace)
+	} else {
+		copy(m.y, m.input)
+		for i := range min(m.next, m.p1max()) {
+			if s := m.plan[i]; s.RecvFrom >= 0 && s.Tag&flagVouch == 0 {
+				m.apply(m.y, m.got[i], m.at(i), s.Replace)
+			}
 		}
 	}
-	m.yHash = hashWords(m.y)
+	m.rehash(0, len(m.y))
+}
+
+// sendRange and recvRange return the words step i sends and receives:
+// the whole vector but in a chunked first pass.
+func (m *Machine) sendRange(i int) [2]int {
+	if m.rng == nil || cubeStep(m.plan[i].Tag) < 0 {
+		return [2]int{0, len(m.y)}
+	}
+	return m.rng[i][0]
+}
+
+func (m *Machine) recvRange(i int) [2]int {
+	if m.rng == nil || cubeStep(m.plan[i].Tag) < 0 {
+		return [2]int{0, len(m.y)}
+	}
+	return m.rng[i][1]
 }
 
 // sentPartial marks a partial of the first pass this node sent, which it
@@ -608,25 +783,27 @@ func (m *Machine) check() {
 var sentPartial = []float64{}
 
 // sentPayload returns what this node sent in step i: what it kept, or, for
-// a partial of the first pass, the state it sent then, rebuilt from the
-// input and the partials of the steps before i in the order check applies
-// them, which gives the same bits (the state is checked against its hash
-// before every send, so it was that rebuild). Only the state y is ever
-// corrupted (Words); the input and the partials received are not.
+// a partial of the first pass, the state it sent then (in a chunked pass,
+// the range it sent of it), rebuilt from the input and the partials of the
+// steps before i in the order check applies them, which gives the same
+// bits (the state is checked against its hash before every send, so it
+// was that rebuild). Only the state y is ever corrupted (Words); the input
+// and the partials received are not.
 func (m *Machine) sentPayload(i int) []float64 {
 	if p := m.sent[i]; len(p) > 0 || p == nil {
 		return p
 	}
-	if i == m.next && hashWords(m.y) == m.yHash {
-		return m.y // the step under way: the state is the partial
-	}
-	y := slices.Clone(m.input)
-	for j := range i {
-		if s := m.plan[j]; s.RecvFrom >= 0 && s.Tag&flagVouch == 0 {
-			m.apply(y, m.got[j], s.Replace)
+	y := m.y // the step under way: the state is the partial
+	if i != m.next || !m.rangeOK(m.sendRange(i)) {
+		y = slices.Clone(m.input)
+		for j := range i {
+			if s := m.plan[j]; s.RecvFrom >= 0 && s.Tag&flagVouch == 0 {
+				m.apply(y, m.got[j], m.at(j), s.Replace)
+			}
 		}
 	}
-	return y
+	r := m.sendRange(i)
+	return y[r[0]:r[1]]
 }
 
 // p1max is the end of the first pass for check: the whole plan for a
@@ -641,8 +818,8 @@ func (m *Machine) p1max() int {
 // message builds a message to node to carrying p (a partial, a vouch, or
 // nil: an empty ask), sealed with its hash.
 func (m *Machine) message(to int, tag uint64, p []float64) gossip.Message {
-	w := m.width(tag & (stepMask | flagVouch))
-	msg := gossip.Message{From: m.id, To: gossip.NodeID(to), Kind: gossip.KindExchange, Epoch: m.epoch, Tag: tag,
+	w := m.width(tag&(stepMask|flagVouch), false)
+	msg := gossip.Message{From: m.id, To: gossip.NodeID(to), Kind: gossip.KindExchange, Epoch: m.epoch, Tag: tag | m.wtag<<lenShift,
 		Payload: make([]float64, w+2)}
 	copy(msg.Payload, p)
 	h := hashMessage(msg)
@@ -757,10 +934,14 @@ func hashMessage(msg gossip.Message) uint64 {
 
 // hashWords adds up a bijective mix of every word's bits salted with its
 // index: a change to any one word changes the sum.
-func hashWords(ws []float64) uint64 {
+func hashWords(ws []float64) uint64 { return hashRange(ws, 0, len(ws)) }
+
+// hashRange is hashWords's share of the words ws[lo:hi]: the shares of
+// disjoint ranges add up to hashWords(ws).
+func hashRange(ws []float64, lo, hi int) uint64 {
 	var h uint64
-	for i, w := range ws {
-		h += mix(math.Float64bits(w) + uint64(i+1)*0x9e3779b97f4a7c15)
+	for i, w := range ws[lo:hi] {
+		h += mix(math.Float64bits(w) + uint64(lo+i+1)*0x9e3779b97f4a7c15)
 	}
 	return h
 }

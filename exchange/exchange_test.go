@@ -70,9 +70,15 @@ func allDone(net *gossiptest.Net) bool {
 // the same.
 func reference(t *testing.T, n int, seed uint64) []uint64 {
 	t.Helper()
-	inputs := gossiptest.Inputs(n, 3, seed)
-	ms, err := gossiptest.Build(gossiptest.Complete(n), inputs, gossip.Average, seed,
-		func(c gossip.Config) (gossip.Machine, error) { return rdb.New(c) })
+	return referenceOf(t, n, 3, seed, func(c gossip.Config) (gossip.Machine, error) { return rdb.New(c) })
+}
+
+// referenceOf is the result of the fault-free algorithm mk for n inputs of
+// k components drawn from seed.
+func referenceOf(t *testing.T, n, k int, seed uint64, mk func(gossip.Config) (gossip.Machine, error)) []uint64 {
+	t.Helper()
+	inputs := gossiptest.Inputs(n, k, seed)
+	ms, err := gossiptest.Build(gossiptest.Complete(n), inputs, gossip.Average, seed, mk)
 	require.NoError(t, err)
 	net := gossiptest.NewNet(ms, seed)
 	net.Start()
@@ -132,25 +138,32 @@ func bitsLen(n int) int {
 }
 
 // TestLossIsRepaired: with 30 % of the messages lost (resends and answers
-// included), every node still ends with the fault-free bits.
+// included), every node still ends with the fault-free bits, plain or
+// chunked.
 func TestLossIsRepaired(t *testing.T) {
-	for _, n := range []int{5, 7, 16, 48, 64} {
-		seed := uint64(100 + n)
-		want := reference(t, n, seed)
-		ms, _ := build(t, n, seed)
-		net := gossiptest.NewNet(ms, seed)
-		r := rand.New(rand.NewPCG(seed, 1))
-		net.Drop = func(gossip.Message) bool { return r.Float64() < 0.3 }
-		got := run(t, net)
-		for i := range got {
-			require.Equal(t, want, got[i], "N=%d node %d (seed %d)", n, i, seed)
+	for _, chunked := range []bool{false, true} {
+		for _, n := range []int{5, 7, 16, 48, 64} {
+			seed := uint64(100 + n)
+			want := reference(t, n, seed)
+			ms, _ := build(t, n, seed)
+			if chunked {
+				want = rhdReference(t, n, chunkedK(n), seed)
+				ms, _ = buildChunked(t, n, chunkedK(n), seed)
+			}
+			net := gossiptest.NewNet(ms, seed)
+			r := rand.New(rand.NewPCG(seed, 1))
+			net.Drop = func(gossip.Message) bool { return r.Float64() < 0.3 }
+			got := run(t, net)
+			for i := range got {
+				require.Equal(t, want, got[i], "chunked %v N=%d node %d (seed %d)", chunked, n, i, seed)
+			}
+			require.Positive(t, net.Lost, "N=%d: nothing was lost", n)
+			resends := 0
+			for _, m := range ms {
+				resends += m.(*exchange.Machine).Counters().Resends
+			}
+			assert.Positive(t, resends, "chunked %v N=%d", chunked, n)
 		}
-		require.Positive(t, net.Lost, "N=%d: nothing was lost", n)
-		resends := 0
-		for _, m := range ms {
-			resends += m.(*exchange.Machine).Counters().Resends
-		}
-		assert.Positive(t, resends, "N=%d", n)
 	}
 }
 

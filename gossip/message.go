@@ -26,7 +26,7 @@ const (
 	KindBroadcast               // result broadcast (package broadcast); Tag is scheme specific
 	KindControl                 // runtime control traffic (termination, membership)
 	KindCentral                 // central gather-and-publish baseline: payload x…, w; Tag 0 = value, 1 = result
-	KindExchange                // dimension exchange (package exchange): payload x…, w, h, h; Tag is the step and flags
+	KindExchange                // dimension exchange (package exchange): payload x…, w, h, h (chunked: a range of x…, w, then h, h); Tag is the step, flags and (chunked) the vector length
 	KindRing                    // ring all-reduce (package ring): payload one slice of x…, w; Tag is the step and the vector's length
 	KindRHD                     // recursive halving and doubling (package rhd): payload a range of x…, w; Tag is the step and the vector's length
 	kindLimit

@@ -29,13 +29,18 @@ import (
 	"github.com/gossipreduce/gossipreduce/ring"
 )
 
-// step is one step of a node's schedule: what it sends to peer and what
+// Step is one step of a node's schedule: what it sends to Peer and what
 // it receives from it (word ranges [lo, hi); an empty range: nothing).
-type step struct {
-	tag        int // the global step: 0 fold-in, 1 … 2d exchange, 2d+1 fold-out
-	peer       int
-	send, recv [2]int
-	replace    bool // the received words replace this node's (all-gather, fold-out)
+// Package exchange runs the same schedule with its repairs.
+type Step struct {
+	// Tag is the global step: 0 the fold-in, 1 … d the reduce-scatter,
+	// d+1 … 2d the all-gather, 2d+1 the fold-out (d = ⌊log2 N⌋).
+	Tag        int
+	Peer       int
+	Send, Recv [2]int
+	// Replace is true when the received words replace this node's
+	// (all-gather, fold-out) instead of being added to them.
+	Replace bool
 }
 
 // Machine is one node of recursive halving and doubling.
@@ -43,7 +48,7 @@ type Machine struct {
 	id      gossip.NodeID
 	epoch   uint64
 	y       []float64 // partial sums x…, w; the result once done
-	plan    []step
+	plan    []Step
 	next    int
 	sent    bool
 	started bool
@@ -57,7 +62,7 @@ func New(cfg gossip.Config) (*Machine, error) {
 		return nil, err
 	}
 	y := append(append([]float64(nil), cfg.Value...), cfg.Weight())
-	return &Machine{id: cfg.ID, epoch: cfg.Epoch, y: y, plan: schedule(int(cfg.ID), cfg.Overlay.Len(), len(y)),
+	return &Machine{id: cfg.ID, epoch: cfg.Epoch, y: y, plan: Schedule(int(cfg.ID), cfg.Overlay.Len(), len(y)),
 		pending: make(map[int][]float64)}, nil
 }
 
@@ -65,14 +70,16 @@ func New(cfg gossip.Config) (*Machine, error) {
 // have w words: the step in the low 32 bits, w above.
 func Tag(s, w int) uint64 { return ring.Tag(s, w) }
 
-// schedule returns node id's steps among n nodes for vectors of w words.
-func schedule(id, n, w int) []step {
+// Schedule returns node id's steps among n nodes for vectors of w words.
+// With fewer words than hypercube ranks some slices are empty, and so are
+// some ranges.
+func Schedule(id, n, w int) []Step {
 	d := bits.Len(uint(n)) - 1
 	p := 1 << d
 	all := [2]int{0, w}
 	rank := rdb.Rank(id, n)
 	if rank < 0 {
-		return []step{{tag: 0, peer: id + 1, send: all}, {tag: 2*d + 1, peer: id + 1, recv: all, replace: true}}
+		return []Step{{Tag: 0, Peer: id + 1, Send: all}, {Tag: 2*d + 1, Peer: id + 1, Recv: all, Replace: true}}
 	}
 	words := func(lo, hi int) [2]int {
 		a, _ := ring.Slice(lo, w, p)
@@ -80,30 +87,30 @@ func schedule(id, n, w int) []step {
 		return [2]int{a, b}
 	}
 	folded := id < 2*(n-p)
-	var plan []step
+	var plan []Step
 	if folded {
-		plan = append(plan, step{tag: 0, peer: id - 1, recv: all})
+		plan = append(plan, Step{Tag: 0, Peer: id - 1, Recv: all})
 	}
 	lo, hi := 0, p
 	for k := range d {
 		b := d - 1 - k
 		mid := (lo + hi) / 2
-		s := step{tag: 1 + k, peer: rdb.Node(rank^1<<b, n)}
+		s := Step{Tag: 1 + k, Peer: rdb.Node(rank^1<<b, n)}
 		if rank>>b&1 == 0 {
-			s.send, s.recv, hi = words(mid, hi), words(lo, mid), mid
+			s.Send, s.Recv, hi = words(mid, hi), words(lo, mid), mid
 		} else {
-			s.send, s.recv, lo = words(lo, mid), words(mid, hi), mid
+			s.Send, s.Recv, lo = words(lo, mid), words(mid, hi), mid
 		}
 		plan = append(plan, s)
 	}
 	for k := range d {
 		blk := rank >> k << k
 		other := blk ^ 1<<k
-		plan = append(plan, step{tag: 1 + d + k, peer: rdb.Node(rank^1<<k, n),
-			send: words(blk, blk+1<<k), recv: words(other, other+1<<k), replace: true})
+		plan = append(plan, Step{Tag: 1 + d + k, Peer: rdb.Node(rank^1<<k, n),
+			Send: words(blk, blk+1<<k), Recv: words(other, other+1<<k), Replace: true})
 	}
 	if folded {
-		plan = append(plan, step{tag: 2*d + 1, peer: id - 1, send: all})
+		plan = append(plan, Step{Tag: 2*d + 1, Peer: id - 1, Send: all})
 	}
 	return plan
 }
@@ -136,7 +143,7 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	}
 	idx := -1
 	for i, s := range m.plan {
-		if s.tag == tag && s.peer == int(msg.From) && s.recv[1] > s.recv[0] {
+		if s.Tag == tag && s.Peer == int(msg.From) && s.Recv[1] > s.Recv[0] {
 			idx = i
 			break
 		}
@@ -144,8 +151,8 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	switch {
 	case idx < 0:
 		return out, fmt.Errorf("rhd: %w: step %d from %d is not in node %d's schedule", gossip.ErrForeignMessage, tag, msg.From, m.id)
-	case len(msg.Payload) != m.plan[idx].recv[1]-m.plan[idx].recv[0]:
-		return out, fmt.Errorf("rhd: %w: step %d payload has %d words, want %d", gossip.ErrLength, tag, len(msg.Payload), m.plan[idx].recv[1]-m.plan[idx].recv[0])
+	case len(msg.Payload) != m.plan[idx].Recv[1]-m.plan[idx].Recv[0]:
+		return out, fmt.Errorf("rhd: %w: step %d payload has %d words, want %d", gossip.ErrLength, tag, len(msg.Payload), m.plan[idx].Recv[1]-m.plan[idx].Recv[0])
 	}
 	if _, dup := m.pending[tag]; dup || idx < m.next {
 		return out, fmt.Errorf("rhd: %w: duplicate step %d from %d", gossip.ErrForeignMessage, tag, msg.From)
@@ -160,20 +167,20 @@ func (m *Machine) advance(out []gossip.Message) []gossip.Message {
 	for m.next < len(m.plan) {
 		s := &m.plan[m.next]
 		if !m.sent {
-			if s.send[1] > s.send[0] {
-				out = append(out, gossip.Message{From: m.id, To: gossip.NodeID(s.peer), Kind: gossip.KindRHD, Epoch: m.epoch,
-					Tag: Tag(s.tag, len(m.y)), Payload: append([]float64(nil), m.y[s.send[0]:s.send[1]]...)})
+			if s.Send[1] > s.Send[0] {
+				out = append(out, gossip.Message{From: m.id, To: gossip.NodeID(s.Peer), Kind: gossip.KindRHD, Epoch: m.epoch,
+					Tag: Tag(s.Tag, len(m.y)), Payload: append([]float64(nil), m.y[s.Send[0]:s.Send[1]]...)})
 			}
 			m.sent = true
 		}
-		if s.recv[1] > s.recv[0] {
-			got, ok := m.pending[s.tag]
+		if s.Recv[1] > s.Recv[0] {
+			got, ok := m.pending[s.Tag]
 			if !ok {
 				return out
 			}
-			delete(m.pending, s.tag)
-			dst := m.y[s.recv[0]:s.recv[1]]
-			if s.replace {
+			delete(m.pending, s.Tag)
+			dst := m.y[s.Recv[0]:s.Recv[1]]
+			if s.Replace {
 				copy(dst, got)
 			} else {
 				for c := range dst {

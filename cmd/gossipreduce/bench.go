@@ -242,9 +242,13 @@ func (e *countingEndpoint) Send(ctx context.Context, m gossip.Message) error {
 func (o benchOutput) text(w io.Writer) {
 	fmt.Fprintf(w, "live benchmark: %d members, %d components, %s overlay for gossip, eps %g, %d runs each, seed %d, NATS %s\n",
 		o.Nodes, o.Components, o.Topology, o.Eps, o.Runs, o.Seed, o.NATS)
-	fmt.Fprintf(w, "  %-8s %12s %12s %12s %12s %9s %9s\n", "algo", "p50 (ms)", "max (ms)", "msgs/node", "kB/node", "vs best", "vs rdb")
+	width := len("algo")
 	for _, r := range o.Algorithms {
-		fmt.Fprintf(w, "  %-8s %12.3f %12.3f %12.1f %12.1f %9.2f %9.2f", r.Algo, 1000*r.SecondsP50, 1000*r.SecondsMax, r.MsgsPerNode,
+		width = max(width, len(r.Algo))
+	}
+	fmt.Fprintf(w, "  %-*s %12s %12s %12s %12s %9s %9s\n", width, "algo", "p50 (ms)", "max (ms)", "msgs/node", "kB/node", "vs best", "vs rdb")
+	for _, r := range o.Algorithms {
+		fmt.Fprintf(w, "  %-*s %12.3f %12.3f %12.1f %12.1f %9.2f %9.2f", width, r.Algo, 1000*r.SecondsP50, 1000*r.SecondsMax, r.MsgsPerNode,
 			r.BytesPerNode/1000, r.RatioToBest, r.RatioToRDB)
 		if r.Failed > 0 {
 			fmt.Fprintf(w, "  (%d runs failed)", r.Failed)

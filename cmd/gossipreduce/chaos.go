@@ -100,6 +100,7 @@ type chaosCmd struct {
 	nats             natsFlags
 	seed             seedFlag
 	ops              int
+	components       int
 	scenario         string
 	realNATS, memory bool
 	mode             string   // simulated, nats or memory
@@ -111,6 +112,7 @@ func (c *chaosCmd) flags(fs *flag.FlagSet) {
 	c.nats.register(fs, "")
 	registerSeed(fs, &c.seed)
 	fs.IntVar(&c.ops, "ops", 300, "operations to check, at least")
+	fs.IntVar(&c.components, "components", 2, "length of every member's input, simulated only (exchange-chunked cuts vectors of at least as many words, components and weight, as the group's hypercube has ranks: up to 16)")
 	fs.StringVar(&c.scenario, "scenario", "", "comma-separated faults to draw from (default all the mode allows): simulated "+strings.Join(simnet.Scenarios, ",")+
 		"; live "+strings.Join(liveScenarios, ",")+" (replay: traffic recorded in an earlier operation of the group, under its key, published into a new one; "+
 		"restart: the embedded NATS server restarts mid-operation, --real-nats without --nats only)")
@@ -123,6 +125,12 @@ func (c *chaosCmd) flags(fs *flag.FlagSet) {
 func (c *chaosCmd) check() error {
 	if err := checkCount("ops", c.ops, 1); err != nil {
 		return err
+	}
+	if err := checkCount("components", c.components, 1); err != nil {
+		return err
+	}
+	if c.components != 2 && (c.memory || c.realNATS) {
+		return usagef("--components is for the simulated campaign, not --memory or --real-nats")
 	}
 	if c.memory && (c.realNATS || c.nats.url != "") {
 		return usagef("--memory runs without NATS: not with --real-nats or --nats")
@@ -177,7 +185,7 @@ func (c *chaosCmd) exec(ctx context.Context, out *stdio) error {
 // campaign runs the cases of the mode into res.
 func (c *chaosCmd) campaign(ctx context.Context, s uint64, res *chaosOutput, stderr io.Writer, out *stdio) error {
 	if c.mode == "simulated" {
-		cfg := simnet.ChaosConfig{Ops: c.ops, Seed: s, Scenarios: c.scenarios, Algorithm: c.algo.one()}
+		cfg := simnet.ChaosConfig{Ops: c.ops, Seed: s, Scenarios: c.scenarios, Algorithm: c.algo.one(), Components: c.components}
 		return simChaos(ctx, cfg, res, stderr, newProgress(out, "chaos cases"))
 	}
 	opts, err := c.nats.options(transport.Options{}) // reads the group key file once

@@ -33,6 +33,10 @@ type ChaosConfig struct {
 	OpsPerCase int
 	// Algorithm is the algorithm (default the library's, "exchange").
 	Algorithm string
+	// Components is the length of every member's input (0: 2). The
+	// chunked exchange cuts only vectors of at least as many words (the
+	// components and the weight) as the group's hypercube has ranks.
+	Components int
 	// Progress, if set, is called after each case with the cases done and
 	// the cases of the batch.
 	Progress func(done, total int)
@@ -89,7 +93,9 @@ func Chaos(ctx context.Context, cfg ChaosConfig) (Report, error) {
 		// determined by its own seed, and sum them in seed order.
 		batch := make([]Case, (cfg.Ops-rep.Operations+per-1)/per)
 		err := parallel.For(ctx, len(batch), 0, func(_ context.Context, i int) error {
-			c, err := ChaosCase(cfg.Seed+next+uint64(i), scen, per, cfg.Algorithm)
+			cc := cfg
+			cc.Scenarios, cc.OpsPerCase = scen, per
+			c, err := ChaosCase(cfg.Seed+next+uint64(i), cc)
 			batch[i] = c
 			if err == nil && len(c.Violations) > 0 && cfg.OnViolation != nil {
 				cfg.OnViolation(c)
@@ -125,9 +131,18 @@ func faultSpan(algorithm string) time.Duration {
 	return 60 * time.Millisecond
 }
 
-// ChaosCase runs one randomized schedule, drawn from seed, over ops
-// operations (0: 3) of one group, and checks each.
-func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case, error) {
+// ChaosCase runs one randomized schedule, drawn from seed, over
+// cc.OpsPerCase operations (0: 3) of one group, with cc's algorithm and
+// input length, drawing faults from cc.Scenarios (nil: none, where a
+// campaign's nil means all of Scenarios), and checks
+// each. cc.Ops and cc.Seed are not used: ChaosCase(seed, cc) replays the
+// case of that seed in a campaign of cc.
+func ChaosCase(seed uint64, cc ChaosConfig) (Case, error) {
+	scenarios, ops, algorithm := cc.Scenarios, cc.OpsPerCase, cc.Algorithm
+	components := cc.Components
+	if components <= 0 {
+		components = 2
+	}
 	if ops <= 0 {
 		ops = 3
 	}
@@ -175,7 +190,10 @@ func ChaosCase(seed uint64, scenarios []string, ops int, algorithm string) (Case
 	limit := 10 * cfg.Suspect
 	for e := 1; e <= ops; e++ {
 		for i := range inputs {
-			inputs[i] = []float64{float64(1 + rng.IntN(1000)), rng.NormFloat64()}
+			inputs[i] = []float64{float64(1 + rng.IntN(1000))}
+			for range components - 1 {
+				inputs[i] = append(inputs[i], rng.NormFloat64())
+			}
 		}
 		t0 := net.Now()
 		// Faults of this operation, at random moments in its first span.

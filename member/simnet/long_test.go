@@ -16,7 +16,7 @@ import (
 //
 // CHAOS_OPS (default 10000), CHAOS_SEED (default 1) and CHAOS_ALGO
 // (default exchange) set its size, seed and algorithm; a failing case replays
-// with ChaosCase(seed, nil, 3, algorithm).
+// with ChaosCase(seed, ChaosConfig{Scenarios: Scenarios, Algorithm: algorithm}).
 func TestChaosLong(t *testing.T) {
 	ops, seed := 10_000, uint64(1)
 	if s := os.Getenv("CHAOS_OPS"); s != "" {

@@ -35,10 +35,10 @@ func TestNextTickIsKept(t *testing.T) {
 		cases, scale = 10, 4
 	}
 	seed := uint64(400)
-	t.Logf("seeds %d to %d (replay: ChaosCase(seed, Scenarios, 3, algo))", seed, seed+uint64(cases)-1)
+	t.Logf("seeds %d to %d (replay: ChaosCase(seed, ChaosConfig{Scenarios: Scenarios, Algorithm: algo}))", seed, seed+uint64(cases)-1)
 	for i := range cases {
 		algo := []string{"pfcc", "exchange"}[i%2]
-		c, err := ChaosCase(seed+uint64(i), Scenarios, 3, algo)
+		c, err := ChaosCase(seed+uint64(i), ChaosConfig{Scenarios: Scenarios, Algorithm: algo})
 		require.NoError(t, err)
 		require.Empty(t, broke, "chaos case %d (%s): %s", seed+uint64(i), algo, c.Schedule)
 	}

@@ -125,7 +125,7 @@ var regressions = []struct {
 
 func TestChaosRegressions(t *testing.T) {
 	for _, r := range regressions {
-		c, err := ChaosCase(r.seed, r.scenarios, 3, "")
+		c, err := ChaosCase(r.seed, ChaosConfig{Scenarios: r.scenarios})
 		require.NoError(t, err)
 		assert.Empty(t, c.Violations, "%s: seed %d: %s", r.what, r.seed, c.Schedule)
 	}
@@ -151,10 +151,29 @@ func TestChaosExchange(t *testing.T) {
 	campaign(t, ops, 7, "exchange")
 }
 
+// TestChaosChunkedExchange: the chunked exchange under every fault, with
+// inputs of 24 components (25 words, more than the 16 ranks of the
+// largest group drawn, so every group cuts its vectors), keeps the same
+// promise: a member that dies mid-pass stalls the first pass, and the
+// fallback ends it.
+func TestChaosChunkedExchange(t *testing.T) {
+	ops := 60
+	if testing.Short() || raceEnabled {
+		ops = 15
+	}
+	campaignOf(t, ChaosConfig{Ops: ops, Seed: 11, Algorithm: "exchange-chunked", Components: 24})
+}
+
 // campaign runs a chaos campaign and fails the test on every violation.
 func campaign(t *testing.T, ops int, seed uint64, algorithm string) {
-	t.Logf("chaos seed %d, %d operations of %q (replay a case with ChaosCase(seed, nil, 3, %q))", seed, ops, algorithm, algorithm)
-	rep, err := Chaos(context.Background(), ChaosConfig{Ops: ops, Seed: seed, Algorithm: algorithm})
+	campaignOf(t, ChaosConfig{Ops: ops, Seed: seed, Algorithm: algorithm})
+}
+
+// campaignOf is campaign with any configuration.
+func campaignOf(t *testing.T, cfg ChaosConfig) {
+	t.Logf("chaos seed %d, %d operations of %q, %d components (replay a case with ChaosCase(seed, ChaosConfig{Scenarios: Scenarios, Algorithm: %[3]q, Components: %[4]d}))",
+		cfg.Seed, cfg.Ops, cfg.Algorithm, cfg.Components)
+	rep, err := Chaos(context.Background(), cfg)
 	require.NoError(t, err)
 	for _, c := range rep.Cases {
 		t.Errorf("case seed %d: %s", c.Seed, c.Schedule)
@@ -162,7 +181,7 @@ func campaign(t *testing.T, ops int, seed uint64, algorithm string) {
 			t.Errorf("  %v", v)
 		}
 	}
-	assert.GreaterOrEqual(t, rep.Operations, ops)
+	assert.GreaterOrEqual(t, rep.Operations, cfg.Ops)
 	t.Logf("operations %d, member operations failed %d, truncated %d, violations %d", rep.Operations, rep.Failed, rep.Truncated, rep.Violations)
 }
 
