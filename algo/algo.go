@@ -65,7 +65,7 @@ var specs = []Spec{
 		New: func(c gossip.Config) (gossip.Machine, error) { return exchange.NewChunked(c) }},
 	{Name: "ring", Summary: "ring reduce-scatter + all-gather, the bandwidth-optimal baseline for large vectors (no fault tolerance)", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return ring.New(c) }},
-	{Name: "rhd", Summary: "recursive halving + doubling (Rabenseifner): the ring's bytes in 2 log2 N messages (experimental, no fault tolerance)", Finite: true,
+	{Name: "rhd", Summary: "recursive halving + doubling (Rabenseifner): the ring's bytes in 2 log2 N messages (no fault tolerance; exchange-chunked adds it)", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return rhd.New(c) }},
 	{Name: "pf", Summary: "Push-Flow with acknowledged flows (thesis Algorithm 3, concurrent messages fixed)",
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushflow.New(c) }},

@@ -5,8 +5,8 @@
 // rdb's schedule: each member sends the ring's 2(N−1)/N of the vector, in
 // 2 log2 N messages instead of the ring's 2(N−1). Like rdb and ring it is
 // a fault-free yardstick: a lost message or a dead member stalls it and a
-// flipped bit spreads. It is here to measure what a chunked dimension
-// exchange would gain before building its repairs.
+// flipped bit spreads. Package exchange runs its schedule with repairs
+// (exchange.NewChunked); rhd is the yardstick of what those repairs cost.
 //
 // With p = 2^d the hypercube ranks (rdb.Rank) and W = K+1 words cut into p
 // slices (ring.Slice): in reduce-scatter step k = 0 … d−1 a rank splits the
