@@ -218,7 +218,7 @@ func TestBadInputs(t *testing.T) {
 func TestMismatchedVectorLengths(t *testing.T) {
 	const bad = 5
 	for _, c := range []struct{ topology, algo string }{
-		{"complete", "pfcc"}, {"hypercube", "pfcc"}, {"hypercube", "rdb"}, {"complete", "exchange"},
+		{"complete", "pfcc"}, {"hypercube", "pfcc"}, {"hypercube", "rdb"}, {"complete", "exchange"}, {"complete", "exchange-chunked"},
 	} {
 		t.Run(c.topology+"/"+c.algo, func(t *testing.T) {
 			tr := memory(t, 0, 1)
