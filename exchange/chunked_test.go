@@ -224,9 +224,34 @@ func TestChunkedVectorsOfAnotherLength(t *testing.T) {
 	require.Equal(t, len(mine[0].Payload), len(out[0].Payload), "the test's premise: halves of the same length")
 	_, err = b.Step(out[0], nil)
 	require.ErrorIs(t, err, gossip.ErrLength)
-	assert.Contains(t, err.Error(), "1000 words")
-	assert.True(t, errors.Is(err, gossip.ErrLength))
+	assert.Contains(t, err.Error(), "1001 words")
 	assert.Zero(t, b.Progress(), "a refused partial moved the node on")
+}
+
+// TestChunkedCutAgainstUncut: of 4 nodes, a vector of 2^20 words is cut,
+// and one of 3 words (fewer than the 4 ranks) runs the plain schedule with
+// no length in its tags; neither node may take the other's message. (Here
+// the payload lengths differ too; TestLenTagIsNeverZero covers the tag.)
+func TestChunkedCutAgainstUncut(t *testing.T) {
+	cfg := func(id, k int) gossip.Config {
+		return gossip.Config{ID: gossip.NodeID(id), Overlay: gossiptest.Complete(4), Value: make([]float64, k), Mode: gossip.Average}
+	}
+	long, err := exchange.NewChunked(cfg(0, 1<<20-1))
+	require.NoError(t, err)
+	out := long.Tick(nil)
+	require.Len(t, out, 1)
+	short, err := exchange.NewChunked(cfg(int(out[0].To), 2))
+	require.NoError(t, err)
+	_, err = short.Step(out[0], nil)
+	require.True(t, errors.Is(err, gossip.ErrLength), "%v", err)
+	back := short.Tick(nil)
+	require.Len(t, back, 1)
+	other, err := exchange.NewChunked(cfg(int(back[0].To), 1<<20-1))
+	require.NoError(t, err)
+	_, err = other.Step(back[0], nil)
+	require.True(t, errors.Is(err, gossip.ErrLength), "%v", err)
+	assert.Zero(t, short.Progress())
+	assert.Zero(t, other.Progress())
 }
 
 // TestChunkedCrashNeverEndsWrong: a node that dies at any point after its

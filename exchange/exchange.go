@@ -96,9 +96,9 @@ const (
 	stepMask   = 1<<40 - 1
 
 	// lenShift is where a chunked exchange's tags carry the length of its
-	// vectors (modulo 2^20, lenMask): two members whose vectors differ in
-	// length may cut halves of the same length, which must never be
-	// added. Plain exchange leaves these bits zero.
+	// vectors (lenTag, 20 bits from here, lenMask): two members whose
+	// vectors differ in length may cut halves of the same length, which
+	// must never be added. Plain exchange leaves these bits zero.
 	lenShift = 44
 	lenMask  = 1<<20 - 1
 )
@@ -141,7 +141,8 @@ type Machine struct {
 	epoch uint64
 	plan  []rdb.Step
 	rng   [][2][2]int // chunked (NewChunked): per step the words sent and received, [lo, hi); nil: whole vectors
-	wtag  uint64      // chunked: the vector's words modulo 2^20, in every tag from lenShift
+	wtag  uint64      // chunked: the vector's length in every tag from lenShift (lenTag), never 0
+	cut   bool        // built by NewChunked, whether or not its vectors were long enough to cut
 	p1    int         // index into plan where the first pass ends (-1: a folded rank, which never accepts)
 	p2    int         // index into plan where the second pass ends: from here on the result is chosen
 
@@ -238,9 +239,9 @@ func build(cfg gossip.Config, chunked bool) (*Machine, error) {
 		sent: make([][]float64, len(plan)), got: make([][]float64, len(plan)),
 		backoff: 1, rank: rank,
 	}
-	m.cuts = []int{0, w}
+	m.cuts, m.cut = []int{0, w}, chunked
 	if rng != nil {
-		m.wtag = uint64(w) & lenMask
+		m.wtag = lenTag(w)
 		p := 1 << (bits.Len(uint(n)) - 1)
 		m.cuts = make([]int, p+1)
 		for j := range p {
@@ -275,6 +276,14 @@ func chunkedPlan(id, n, w int) ([]rdb.Step, [][2][2]int) {
 	}
 	return plan, rng
 }
+
+// lenTag is what a chunked exchange's tags say of its vectors of w words:
+// w modulo 2^20−1, plus one, so that it is never the zero of plain
+// exchange's tags (vectors whose lengths differ by a multiple of 2^20−1
+// are told apart by their messages' payload lengths instead, which then
+// differ by at least (2^20−1)/2^⌊log2 N⌋ words: by one at a million
+// ranks).
+func lenTag(w int) uint64 { return uint64(w)%lenMask + 1 }
 
 // partnerOnly reports whether only the partner holds what a step with tag
 // carries: a partial of a chunked first pass.
@@ -461,7 +470,7 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 		return out, fmt.Errorf("exchange: %w", err)
 	}
 	mt := msg.Tag // the tag without a chunked exchange's length
-	if m.rng != nil {
+	if m.cut {
 		mt &^= lenMask << lenShift
 	}
 	tag := mt & (stepMask | flagVouch)
@@ -472,8 +481,10 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	case mt&^(stepMask|flagAsk|flagEmpty|flagVouch|flagChosen) != 0 || !carries && !ask ||
 		chosen && (tag != rdb.TagFoldOut || ask) || tag&flagVouch != 0 && cubeStep(tag) < 0:
 		return out, fmt.Errorf("exchange: %w: tag %#x", gossip.ErrForeignMessage, msg.Tag)
-	case m.rng != nil && msg.Tag>>lenShift != m.wtag:
-		return out, fmt.Errorf("exchange: %w: node %d's vectors have %d words (modulo 2^20), this node's %d", gossip.ErrLength, msg.From, msg.Tag>>lenShift, m.wtag)
+	case m.cut && msg.Tag>>lenShift != m.wtag:
+		// A chunked exchange's vectors, of another length (0: one too
+		// short to cut, which runs the plain schedule).
+		return out, fmt.Errorf("exchange: %w: node %d's vectors are of another length than this node's %d words (length tags %d and %d)", gossip.ErrLength, msg.From, len(m.y), msg.Tag>>lenShift, m.wtag)
 	case len(msg.Payload) != m.width(tag, true)+2:
 		return out, fmt.Errorf("exchange: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), m.width(tag, true)+2)
 	}

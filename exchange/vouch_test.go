@@ -153,3 +153,15 @@ func TestFlippedStateIsNoMismatch(t *testing.T) {
 	assert.Equal(t, []float64{1.5}, a.Estimate(nil))
 	assert.Equal(t, 1, a.Counters().Repairs)
 }
+
+// TestLenTagIsNeverZero: a chunked exchange's length tag is never the zero
+// that plain schedules carry, and fits its 20 bits. Before, the tag was the
+// length modulo 2^20, so a vector of 2^20 words said what an uncut one does
+// (helper-33; the payload lengths tell them apart only while N is small).
+func TestLenTagIsNeverZero(t *testing.T) {
+	for _, w := range []int{1, 2, 1<<20 - 2, 1<<20 - 1, 1 << 20, 1<<20 + 1, 1 << 21, 3 << 20, 1<<40 - 1} {
+		tag := lenTag(w)
+		assert.NotZero(t, tag, "w=%d", w)
+		assert.LessOrEqual(t, tag, uint64(lenMask), "w=%d", w)
+	}
+}

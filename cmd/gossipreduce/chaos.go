@@ -112,7 +112,7 @@ func (c *chaosCmd) flags(fs *flag.FlagSet) {
 	c.nats.register(fs, "")
 	registerSeed(fs, &c.seed)
 	fs.IntVar(&c.ops, "ops", 300, "operations to check, at least")
-	fs.IntVar(&c.components, "components", 2, "length of every member's input, simulated only (exchange-chunked cuts vectors of at least as many words, components and weight, as the group's hypercube has ranks: up to 16)")
+	registerComponentsDefault(fs, &c.components, 2)
 	fs.StringVar(&c.scenario, "scenario", "", "comma-separated faults to draw from (default all the mode allows): simulated "+strings.Join(simnet.Scenarios, ",")+
 		"; live "+strings.Join(liveScenarios, ",")+" (replay: traffic recorded in an earlier operation of the group, under its key, published into a new one; "+
 		"restart: the embedded NATS server restarts mid-operation, --real-nats without --nats only)")

@@ -87,6 +87,7 @@ var flagDifferences = []flagDifference{
 	{flags: []string{"nodes"}, verb: "node", why: "required: every member must be told the group's size, and a default would split a group silently"},
 	{flags: []string{"nats"}, verb: "node", why: "a process of its own needs a server outside it: gossipreduce server's, nats://127.0.0.1:4222"},
 	{flags: []string{"runs"}, verb: "sdc", why: "100 runs per point, as the thesis"},
+	{flags: []string{"components"}, verb: "chaos", why: "2: its inputs have had two components since it began, so that a seed replays the same case; a simulated campaign only"},
 	{flags: []string{"algo"}, why: "live: exchange, the library's; simulated: pfcc, the thesis's algorithm, whose experiments sim and sdc reproduce"},
 	{flags: []string{"topology"}, why: "live: complete, every member a neighbour, as the library; simulated: the thesis's hypercube"},
 	{flags: []string{"nodes"}, why: "live: 16, members that share this machine's cores; simulated: the thesis's 32; broadcast: the papers' 1024 processes"},
@@ -489,8 +490,12 @@ func registerTau(fs *flag.FlagSet, tau *float64) {
 	fs.Float64Var(tau, "tau", 0, "checksum threshold τ of pflc and pfcc, relative (0: their default)")
 }
 
-func registerComponents(fs *flag.FlagSet, k *int) {
-	fs.IntVar(k, "components", 1, "vector length k of each member's value")
+func registerComponents(fs *flag.FlagSet, k *int) { registerComponentsDefault(fs, k, 1) }
+
+// registerComponentsDefault is registerComponents with another default
+// (flagDifferences says where and why).
+func registerComponentsDefault(fs *flag.FlagSet, k *int, def int) {
+	fs.IntVar(k, "components", def, "vector length k of each member's value")
 }
 
 const (
