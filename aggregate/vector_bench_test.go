@@ -38,6 +38,12 @@ func BenchmarkLargeVector(b *testing.B) {
 					b.Fatal(v.Err)
 				}
 			}
+			sent, ops := 0, 0
+			for _, nd := range g.Nodes {
+				st := nd.Stats()
+				sent, ops = sent+st.Sent, ops+st.Operations
+			}
+			b.ReportMetric(float64(sent)/float64(ops), "msgs/member")
 		})
 	}
 }
