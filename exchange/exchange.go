@@ -638,23 +638,30 @@ func (m *Machine) advance(out []gossip.Message) []gossip.Message {
 		s := m.plan[m.next]
 		if s.SendTo >= 0 && m.sent[m.next] == nil {
 			tag := s.Tag
+			var p []float64
 			switch {
 			case s.Tag&flagVouch != 0:
-				m.sent[m.next] = []float64{float64(m.rHash >> 32), float64(m.rHash & 0xffffffff), float64(m.vouched)}
+				p = []float64{float64(m.rHash >> 32), float64(m.rHash & 0xffffffff), float64(m.vouched)}
+				m.sent[m.next] = p
 			case s.Tag == rdb.TagFoldOut, m.jump != nil:
 				m.check()
 				if s.Tag == rdb.TagFoldOut {
 					tag |= flagChosen
 				}
-				m.sent[m.next] = append([]float64(nil), m.y...)
+				p = append([]float64(nil), m.y...)
+				m.sent[m.next] = p
 			default:
 				// The words sent as they are now, after the check, are
 				// what the input and the partials received so far
-				// rebuild: keep a mark, not a copy (see sentPayload).
-				m.checkRange(m.sendRange(m.next))
+				// rebuild: keep a mark, not a copy (see sentPayload),
+				// and send them as checked (sentPayload would hash them
+				// again).
+				r := m.sendRange(m.next)
+				m.checkRange(r)
 				m.sent[m.next] = sentPartial
+				p = m.y[r[0]:r[1]]
 			}
-			out = append(out, m.message(s.SendTo, tag, m.sentPayload(m.next)))
+			out = append(out, m.message(s.SendTo, tag, p))
 		}
 		if s.RecvFrom >= 0 {
 			got := m.got[m.next]
