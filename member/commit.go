@@ -93,13 +93,17 @@ func (m *Machine) propose(now time.Duration, own []float64) {
 	m.sendAll(o, tagPrepare, []float64{u2f(px.ballot)})
 }
 
-// sendAll sends a control message to every member not known dead.
+// sendAll sends a control message to every member not known dead. The
+// messages share one payload, which nobody writes to once it is sent (see
+// Outbox): a proposal carries the result's dead set, n/64 words, and a
+// copy for each of n members was n²/8 bytes at every round and resend
+// (537 MB at 65,536 members).
 func (m *Machine) sendAll(o *op, tag uint64, payload []float64) {
 	for j := range m.r.n {
 		if j == int(m.r.ID) || (o.cert != nil && o.cert.isDead(j)) || (o.px.votes != nil && o.px.votes.has(j)) {
 			continue
 		}
-		m.control(o, gossip.NodeID(j), tag, slices.Clone(payload))
+		m.control(o, gossip.NodeID(j), tag, payload)
 	}
 }
 

@@ -293,7 +293,9 @@ func (m *Machine) Epoch() uint64 { return m.epoch }
 func (m *Machine) Stats() Stats { return m.stats }
 
 // Outbox returns the messages to send, in order, and empties the outbox.
-// The messages (payloads and attachments included) belong to the caller.
+// The messages belong to the caller, but their payloads and attachments
+// are read-only: messages of one call may share them (every message of a
+// step carries the same certificate, every proposal the same value).
 func (m *Machine) Outbox() []gossip.Message {
 	out := m.out
 	m.out = nil
@@ -304,7 +306,7 @@ func (m *Machine) Outbox() []gossip.Message {
 // the outbox as Outbox does, but keeps its storage for the next messages: a
 // driver that is done with the messages before it calls the machine again
 // (a simulator) allocates no outbox per call. The messages' payloads and
-// attachments belong to the caller, as with Outbox.
+// attachments are read-only, as with Outbox.
 func (m *Machine) AppendOutbox(dst []gossip.Message) []gossip.Message {
 	dst = append(dst, m.out...)
 	clear(m.out)
