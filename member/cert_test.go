@@ -231,6 +231,14 @@ func FuzzDecodeCert(f *testing.F) {
 		recount(c)
 		f.Add(c.encode(nil, []float64{1, 2}, nil), uint16(200))
 	}
+	// A receiver's own sets (see below), which decodeCertAgainst
+	// recognises without checking them.
+	own := newCertificate(200, 0, 1, 1e-9)
+	for j := 0; j < 200; j += 2 {
+		own.stable.set(j)
+	}
+	recount(own)
+	f.Add(own.encode(nil, []float64{1, 2}, nil), uint16(199))
 	f.Fuzz(func(t *testing.T, b []byte, n16 uint16) {
 		n := 1 + int(n16%1024)
 		var p peerCert
@@ -250,6 +258,22 @@ func FuzzDecodeCert(f *testing.F) {
 		require.Equal(t, ref.dead, c.dead)
 		require.Equal(t, c.stable.count(), c.nStable)
 		require.Equal(t, c.dead.count(), c.nDead)
+		// Decoded against a receiver's own sets (every other member
+		// stable, say), the same bytes merge to the same state.
+		o := newCertificate(n, 0, 1, 1e-9)
+		for j := 0; j < n; j += 2 {
+			o.stable.set(j)
+		}
+		recount(o)
+		o.encodeSets()
+		var q peerCert
+		require.NoError(t, decodeCertAgainst(b, n, 2, 0, o.own(), &q))
+		r := newCertificate(n, 0, 1, 1e-9)
+		r.stable, r.nStable, r.ver = slices.Clone(o.stable), o.nStable, o.ver
+		require.Equal(t, r.mergeWire(p.gen, p.stable, p.dead), o.mergeWire(q.gen, q.stable, q.dead))
+		require.Equal(t, r.stable, o.stable)
+		require.Equal(t, r.dead, o.dead)
+		require.Equal(t, r.gen, o.gen)
 	})
 }
 
@@ -399,4 +423,73 @@ func refMerge(c *certificate, gen uint64, stable, dead bitset) []int {
 	}
 	c.nStable, c.nDead = c.stable.count(), c.dead.count()
 	return fresh
+}
+
+// A peer's sets that are byte for byte the receiver's own are recognised
+// and not merged (decodeCertAgainst), and that changes nothing: over a
+// random walk of peers that are copies of the receiver with one set, the
+// generation, or nothing changed, merging with the receiver's own sets at
+// hand leaves the certificate as merging without them does. The walk also
+// counts that the shortcut is taken, so that a shortcut never taken
+// cannot pass.
+func TestOwnSetsAreRecognised(t *testing.T) {
+	for _, n := range []int{1, 3, 64, 70, 300, 2000} {
+		rng := rand.New(rand.NewPCG(uint64(n), 8))
+		c := newCertificate(n, 0, 1, 1e-6)
+		sameBoth, sameDead := 0, 0
+		for step := range 2000 {
+			// The receiver changes now and then; its wire form is up to
+			// date only when it sent since (own is then at hand).
+			switch rng.IntN(8) {
+			case 0:
+				c.markDead(rng.IntN(n))
+			case 1:
+				c.stable.set(rng.IntN(n))
+				recount(c)
+			case 2:
+				c.unsettle()
+			}
+			if rng.IntN(4) > 0 {
+				c.encodeSets()
+			}
+			p := newCertificate(n, 0, 1, 1e-6)
+			p.gen, p.stable, p.dead = c.gen, slices.Clone(c.stable), slices.Clone(c.dead)
+			switch rng.IntN(5) {
+			case 1:
+				p.stable.set(rng.IntN(n))
+			case 2:
+				p.dead.set(rng.IntN(n))
+			case 3:
+				p.gen++
+			case 4:
+				p.stable.clear1(rng.IntN(n))
+			}
+			recount(p)
+			b := p.encode(nil, []float64{1}, nil)
+
+			var fast, slow peerCert
+			require.NoError(t, decodeCertAgainst(b, n, 1, 0, c.own(), &fast))
+			require.NoError(t, decodeCert(b, n, 1, 0, &slow))
+			if fast.stable.same {
+				sameBoth++
+				require.True(t, fast.dead.same, "n %d step %d", n, step)
+			} else if fast.dead.same {
+				sameDead++
+			}
+			assert.Equal(t, slow.est, fast.est, "n %d step %d: estimate", n, step)
+			ref := *c
+			ref.stable, ref.dead = slices.Clone(c.stable), slices.Clone(c.dead)
+			wantFresh := ref.mergeWire(slow.gen, slow.stable, slow.dead)
+			gotFresh := c.mergeWire(fast.gen, fast.stable, fast.dead)
+			require.Equal(t, wantFresh, gotFresh, "n %d step %d: newly dead", n, step)
+			require.Equal(t, ref.gen, c.gen, "n %d step %d: generation", n, step)
+			require.Equal(t, ref.stable, c.stable, "n %d step %d: stable set", n, step)
+			require.Equal(t, ref.dead, c.dead, "n %d step %d: dead set", n, step)
+			require.Equal(t, ref.ver, c.ver, "n %d step %d: changes counted", n, step)
+			require.Equal(t, ref.nStable, c.nStable, "n %d step %d", n, step)
+			require.Equal(t, ref.nDead, c.nDead, "n %d step %d", n, step)
+		}
+		assert.Greater(t, sameBoth, 200, "n %d: peers with the receiver's sets recognised", n)
+		assert.Greater(t, sameDead, 100, "n %d: peers with its dead set recognised", n)
+	}
 }

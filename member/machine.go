@@ -612,7 +612,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 			m.tell(now, o, msg.From, tagExcluded, nil)
 			return
 		}
-		if err := decodeCert(msg.Attach, m.r.n, len(o.req.Values), len(o.ext), &m.peer); err != nil {
+		if err := decodeCertAgainst(msg.Attach, m.r.n, len(o.req.Values), len(o.ext), o.cert.own(), &m.peer); err != nil {
 			if le := (*lengthError)(nil); errors.As(err, &le) {
 				m.mismatch(now, fmt.Errorf("%w: %s has vectors of %d components, this member %d", ErrGroupMismatch, m.sender(msg.From), le.theirs, le.ours))
 				return
