@@ -144,8 +144,7 @@ func TestMeasureExtremesUnderFaults(t *testing.T) {
 // simulated seconds). The same happens here with 1,024 members and a
 // Suspect of 10 ms, against 5 ms of replies a phase: before the fix a
 // live member was declared dead and the root sent 16,601 messages (16 N);
-// now it sends 4.5 N, the two phases of a take-over and the answers to
-// late replies.
+// now it sends 4.5 N (its prepares and proposals are 2 N).
 func TestSlowCommitIsNotBidAgain(t *testing.T) {
 	const n = 1024
 	rep, err := Measure(context.Background(), MeasureConfig{
