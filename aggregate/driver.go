@@ -66,6 +66,7 @@ func (d *driver) loop() {
 				d.flush()
 				return
 			}
+			d.m.Backlog(len(d.n.ep.Messages()))
 			d.m.Step(d.now(), msg)
 		case <-tick.C:
 			d.drain()
@@ -119,6 +120,7 @@ func (d *driver) drain() {
 			if !ok {
 				return
 			}
+			d.m.Backlog(len(d.n.ep.Messages()))
 			d.m.Step(d.now(), msg)
 		default:
 			return

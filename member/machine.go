@@ -220,6 +220,9 @@ type Machine struct {
 	// out its ticks before it, and the ticks it leaves out are not a
 	// stall (see Tick). Zero when the driver ticks regularly.
 	skipTo time.Duration
+	// backlog is how many received messages the driver said wait behind
+	// the next Step (see Backlog).
+	backlog int
 }
 
 // New returns member cfg.ID's machine.
@@ -1117,12 +1120,35 @@ type quieter interface {
 	Quiet(on bool)
 }
 
-// quiet makes o's machine quiet while o's certificate is complete.
+// quiet makes o's machine quiet while o's certificate is complete, and
+// while this member is behind on its messages (see Backlog).
 func (m *Machine) quiet(o *op) {
 	if q, ok := o.m.(quieter); ok && o.cert != nil {
-		q.Quiet(o.cert.complete())
+		q.Quiet(o.cert.complete() || m.behind())
 	}
 }
+
+// behind reports whether more messages wait to be stepped than this
+// member has neighbours (see Backlog).
+func (m *Machine) behind() bool { return m.backlog > len(m.nbrs) }
+
+// Backlog tells the machine how many received messages wait to be stepped
+// after the next call of Step: a driver that reads from a queue passes its
+// length before each Step. It holds until the next call; a driver that
+// never calls it leaves it at zero, and nothing changes.
+//
+// A member with more messages waiting than it has neighbours is behind: a
+// process starved of CPU, or back from a pause. The pushes its neighbours
+// made meanwhile sit in its queue, and in a flow algorithm every push
+// taken in is answered with a push, so all of them would go back into
+// circulation at once: at 4,096 simulated members, 204 of them paused for
+// 200 ms, the group then exchanged at full speed (2,700 pushes in
+// circulation, 950,000 messages every 20 ms) until the certificate
+// completed, 7 of its 8 million events. While behind, a member is quiet
+// (see pushflow.Machine.Quiet): it answers each push to its sender with
+// its flow and does not push on, so the pushes that queued end with it.
+// Quiet moves no mass; the member pushes again once it has caught up.
+func (m *Machine) Backlog(n int) { m.backlog = max(n, 0) }
 
 // checkDone finishes a finite algorithm, or lets the root broadcast once
 // the group's certificate is complete.

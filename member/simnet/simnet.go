@@ -437,6 +437,7 @@ func (n *Net) handle(ev event) {
 		msg := nd.inbox[nd.head]
 		nd.inbox[nd.head] = gossip.Message{}
 		nd.head++
+		nd.m.Backlog(len(nd.inbox) - nd.head)
 		if nd.head == len(nd.inbox) {
 			nd.inbox, nd.head = nd.inbox[:0], 0
 		}
