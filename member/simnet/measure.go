@@ -107,9 +107,13 @@ func Measure(ctx context.Context, cfg MeasureConfig) (MeasureReport, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, fmt.Errorf("simnet: measure: %w", err)
 		}
-		run, err := measureOne(cfg, cfg.Net.Seed+uint64(r))
+		run, err := measureOne(ctx, cfg, cfg.Net.Seed+uint64(r))
 		if err != nil {
 			return rep, err
+		}
+		if err := ctx.Err(); err != nil {
+			// The run was cut short: its figures are not an operation's.
+			return rep, fmt.Errorf("simnet: measure: %w", err)
 		}
 		rep.Runs++
 		if run.failedMembers > 0 {
@@ -142,13 +146,14 @@ type measured struct {
 	time, latency                                                     time.Duration
 }
 
-func measureOne(cfg MeasureConfig, seed uint64) (measured, error) {
+func measureOne(ctx context.Context, cfg MeasureConfig, seed uint64) (measured, error) {
 	nc := cfg.Net
 	nc.Seed = seed
 	net, err := New(nc)
 	if err != nil {
 		return measured{}, err
 	}
+	net.Stop = ctx.Done()
 	nc = net.cfg // with the defaults filled in
 	limit := cfg.Limit
 	if limit == 0 {

@@ -150,6 +150,11 @@ type Net struct {
 	// group that cannot decide keeps gossiping at full speed, and a chaos
 	// campaign need not simulate all of it). Truncated counts such runs.
 	MaxEvents, Truncated int
+	// Stop, if not nil, ends Run early when it is closed, as MaxEvents
+	// does: Measure closes it with its context, so that an operation of
+	// 65,536 members (tens of minutes) can be interrupted. It is looked
+	// at every 4,096 events.
+	Stop <-chan struct{}
 
 	checking bool // see checkTicks
 }
@@ -347,7 +352,7 @@ func (n *Net) Run(epoch uint64, inputs [][]float64, starts []time.Duration, limi
 			n.now = t0 + limit
 			break
 		}
-		if n.MaxEvents > 0 && n.Events-e0 >= n.MaxEvents {
+		if n.MaxEvents > 0 && n.Events-e0 >= n.MaxEvents || n.stopped() {
 			n.q.Push(at, ev)
 			n.Truncated++
 			break
@@ -366,6 +371,19 @@ func (n *Net) Run(epoch uint64, inputs [][]float64, starts []time.Duration, limi
 }
 
 func (n *Net) finished() bool { return n.waiting == 0 }
+
+// stopped reports whether Stop is closed, looking every 4,096 events.
+func (n *Net) stopped() bool {
+	if n.Stop == nil || n.Events&0xfff != 0 {
+		return false
+	}
+	select {
+	case <-n.Stop:
+		return true
+	default:
+		return false
+	}
+}
 
 // record keeps member id's outcome of the operation under way.
 func (n *Net) record1(id gossip.NodeID, out member.Outcome) {

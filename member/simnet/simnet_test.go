@@ -217,3 +217,47 @@ func TestCompleteMembersGoQuiet(t *testing.T) {
 	t.Logf("gossip before the commit %d, after %d (%.1f %%)", before, after, 100*float64(after)/float64(before+after))
 	assert.Less(t, float64(after), 0.01*float64(before+after), "gossip after the root began its commit")
 }
+
+// TestStopEndsARun: a closed Stop ends Run within 4,096 events, and no
+// member ends with a result, and Measure reports its
+// context's error rather than the figures of an operation cut short. (An
+// operation of 65,536 simulated members runs for tens of minutes, and
+// `sim --runtime` must still end on Ctrl-C.)
+func TestStopEndsARun(t *testing.T) {
+	net, err := New(Config{Nodes: 256, Topology: "hypercube", Algorithm: "pfcc", Seed: 1})
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	close(stop)
+	net.Stop = stop
+	outs := net.Run(1, inputs(256), nil, time.Minute)
+	assert.Equal(t, 1, net.Truncated)
+	assert.Less(t, net.Events, 4096, "looked at on the first event")
+	for id, o := range outs {
+		require.Error(t, o.Err, "member %d ended with a result", id)
+	}
+
+	_, err = Measure(&cancelledLater{}, MeasureConfig{Net: Config{Nodes: 256, Topology: "hypercube", Algorithm: "pfcc", Seed: 1}})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// cancelledLater is a context whose Done channel is closed from the start
+// but whose Err is nil the first time it is asked: Measure begins a run,
+// and only the run's Stop can end it.
+type cancelledLater struct {
+	context.Context
+	asked bool
+}
+
+func (c *cancelledLater) Done() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+func (c *cancelledLater) Err() error {
+	if !c.asked {
+		c.asked = true
+		return nil
+	}
+	return context.Canceled
+}
