@@ -57,6 +57,7 @@ type paxos struct {
 	ballot   uint64
 	phase    int // 0 idle, 1 preparing, 2 proposing, 3 chosen
 	votes    bitset
+	nvotes   int // members in votes: counting the set was n/64 words a vote
 	bestB    uint64
 	best     []float64 // highest accepted proposal among the promises
 	proposal []float64
@@ -85,7 +86,7 @@ func (m *Machine) propose(now time.Duration, own []float64) {
 	}
 	px.ballot = round<<32 | uint64(m.r.ID)
 	px.seen = max(px.seen, px.ballot)
-	px.votes = newBitset(m.r.n)
+	px.votes, px.nvotes = newBitset(m.r.n), 0
 	px.best, px.bestB = nil, 0
 	px.proposal = append([]float64{float64(m.r.ID)}, own...)
 	px.phaseAt, px.resentAt = now, now
@@ -119,7 +120,7 @@ func (m *Machine) promiseLocal() {
 	px := &m.cur.px
 	if px.ballot >= px.promised {
 		px.promised = px.ballot
-		px.votes.set(int(m.r.ID))
+		px.add(m.r.ID)
 		if px.hasAcc {
 			px.best, px.bestB = px.accepted, px.accB+1
 		}
@@ -132,7 +133,7 @@ func (m *Machine) acceptLocal(now time.Duration) {
 	if px.ballot >= px.promised {
 		px.promised, px.accB, px.hasAcc = px.ballot, px.ballot, true
 		px.accepted = px.proposal
-		px.votes.set(int(m.r.ID))
+		px.add(m.r.ID)
 	}
 	m.checkChosen(now)
 }
@@ -200,12 +201,12 @@ func (m *Machine) paxosStep(now time.Duration, o *op, msg gossip.Message) {
 			}
 		}
 		px.vote(now, msg.From)
-		if px.votes.count() >= Quorum(m.r.n) {
+		if px.nvotes >= Quorum(m.r.n) {
 			if px.best != nil {
 				px.proposal = px.best // adopt what may have been chosen
 			}
 			px.phase = 2
-			px.votes = newBitset(m.r.n)
+			px.votes, px.nvotes = newBitset(m.r.n), 0
 			px.phaseAt, px.resentAt = now, now
 			m.acceptLocal(now)
 			if px.phase == 2 {
@@ -227,17 +228,26 @@ func (m *Machine) paxosStep(now time.Duration, o *op, msg gossip.Message) {
 // vote counts a promise or an acceptance of the phase under way; a new
 // voter is progress (see phaseAt).
 func (px *paxos) vote(now time.Duration, from gossip.NodeID) {
-	if !px.votes.has(int(from)) {
-		px.votes.set(int(from))
+	if px.add(from) {
 		px.phaseAt, px.resentAt = now, now
 	}
+}
+
+// add counts member j's vote, reporting whether it is new.
+func (px *paxos) add(j gossip.NodeID) bool {
+	if px.votes.has(int(j)) {
+		return false
+	}
+	px.votes.set(int(j))
+	px.nvotes++
+	return true
 }
 
 // checkChosen commits the proposal once a majority accepted it.
 func (m *Machine) checkChosen(now time.Duration) {
 	o := m.cur
 	px := &o.px
-	if px.phase != 2 || px.votes.count() < Quorum(m.r.n) {
+	if px.phase != 2 || px.nvotes < Quorum(m.r.n) {
 		return
 	}
 	px.phase = 3
