@@ -988,9 +988,11 @@ func (m *Machine) tickOp(now time.Duration) {
 	// with 100,000 components under load they are still about half of all
 	// messages; issue 13.)
 	if now-o.idleFrom() >= m.idleWait(o, idle) && (o.cert == nil || now-o.lastHeard < m.r.Suspect) {
-		m.quiet(o)
+		quiet := m.quiet(o)
 		if id, ok := o.m.(idler); ok {
-			o.idleAt = now
+			if quiet {
+				o.idleAt = now
+			}
 			again := id.Unanswered()
 			m.emit(now, id.Idle(m.scratch[:0]))
 			switch {
@@ -1047,10 +1049,12 @@ func (m *Machine) tickOp(now time.Duration) {
 // the next idle step was due at once, and such a member took one on every
 // tick: at 4,096 simulated members with 1 % crashes those empty steps were
 // 1.4 of the 4.9 million events, the whole group ticking every
-// millisecond for the 500 ms a new root waits before it commits. Only an
-// idler's idle steps are noted (idleAt): the exchange counts the ticks
-// it is given for its own backoff, and keeps one every tick once Idle has
-// passed without a send.
+// millisecond for the 500 ms a new root waits before it commits. Only a
+// quiet idler's idle steps are noted (idleAt): the exchange counts the
+// ticks it is given for its own backoff, and keeps one every tick once
+// Idle has passed without a send; so does a flow member that is not
+// quiet, whose idle step sends nothing only while it holds its pushes
+// back for a repair, which it asks for again after a count of its steps.
 func (o *op) idleFrom() time.Duration { return max(o.lastSend, o.idleAt) }
 
 // idleWait is how long a member that has sent nothing waits before its
@@ -1121,11 +1125,16 @@ type quieter interface {
 }
 
 // quiet makes o's machine quiet while o's certificate is complete, and
-// while this member is behind on its messages (see Backlog).
-func (m *Machine) quiet(o *op) {
-	if q, ok := o.m.(quieter); ok && o.cert != nil {
-		q.Quiet(o.cert.complete() || m.behind())
+// while this member is behind on its messages (see Backlog), and reports
+// whether it is.
+func (m *Machine) quiet(o *op) bool {
+	q, ok := o.m.(quieter)
+	if !ok || o.cert == nil {
+		return false
 	}
+	on := o.cert.complete() || m.behind()
+	q.Quiet(on)
+	return on
 }
 
 // behind reports whether more messages wait to be stepped than this
@@ -1141,7 +1150,7 @@ func (m *Machine) behind() bool { return m.backlog > len(m.nbrs) }
 // process starved of CPU, or back from a pause. The pushes its neighbours
 // made meanwhile sit in its queue, and in a flow algorithm every push
 // taken in is answered with a push, so all of them would go back into
-// circulation at once: at 4,096 simulated members, 204 of them paused for
+// circulation at once: at 4,096 simulated members, 205 of them paused for
 // 200 ms, the group then exchanged at full speed (2,700 pushes in
 // circulation, 950,000 messages every 20 ms) until the certificate
 // completed, 7 of its 8 million events. While behind, a member is quiet
