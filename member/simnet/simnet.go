@@ -148,12 +148,13 @@ type Net struct {
 	// MaxEvents, if positive, bounds the events one Run handles: past it
 	// the members still at the operation give up as at the time limit (a
 	// group that cannot decide keeps gossiping at full speed, and a chaos
-	// campaign need not simulate all of it). Truncated counts such runs.
+	// campaign need not simulate all of it). Truncated counts such runs,
+	// and the runs Stop ended.
 	MaxEvents, Truncated int
-	// Stop, if not nil, ends Run early when it is closed, as MaxEvents
-	// does: Measure closes it with its context, so that an operation of
-	// 65,536 members (tens of minutes) can be interrupted. It is looked
-	// at every 4,096 events.
+	// Stop, if not nil, ends Run early once it is closed, as MaxEvents
+	// does. It is looked at whenever Events reaches a multiple of 4,096.
+	// Measure sets it to its context's Done channel, so that an operation
+	// of 65,536 members (tens of minutes) can be interrupted.
 	Stop <-chan struct{}
 
 	checking bool // see checkTicks
@@ -372,7 +373,8 @@ func (n *Net) Run(epoch uint64, inputs [][]float64, starts []time.Duration, limi
 
 func (n *Net) finished() bool { return n.waiting == 0 }
 
-// stopped reports whether Stop is closed, looking every 4,096 events.
+// stopped reports whether Stop is closed, looking when Events is a
+// multiple of 4,096.
 func (n *Net) stopped() bool {
 	if n.Stop == nil || n.Events&0xfff != 0 {
 		return false
