@@ -158,13 +158,14 @@ type Machine struct {
 	jump    []float64   // the result, taken from another node instead of the steps left
 	started bool
 
-	accepted bool   // the first pass ended here: y is the result R, which this node vouches for
-	rHash    uint64 // hashWords(R), what the second pass compares
-	vouched  int    // hypercube nodes known to have accepted R, in this node's subcube so far
-	short    bool   // the second pass ended with fewer than a majority vouched for
-	refused  bool   // Refuse was called: never accept from now on
-	final    bool   // the second pass ended (or a chosen result came): R is chosen
-	mismatch bool   // a node vouched for another result than this node's
+	accepted bool      // the first pass ended here: y is the result R, which this node vouches for
+	rHash    uint64    // hashWords(R), what the second pass compares
+	vouched  int       // hypercube nodes known to have accepted R, in this node's subcube so far
+	short    bool      // the second pass ended with fewer than a majority vouched for
+	refused  bool      // Refuse was called: never accept from now on
+	offered  []float64 // a result R sent by a node that accepted it, to this node that refused (see Offered)
+	final    bool      // the second pass ended (or a chosen result came): R is chosen
+	mismatch bool      // a node vouched for another result than this node's
 	progress int
 
 	rank    int // this node's rank in the hypercube (rdb.Rank; -1: it folds in)
@@ -533,6 +534,14 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 // this node stops (see Mismatch).
 func (m *Machine) takeResult(p []float64, chosen bool) {
 	switch {
+	case !m.final && !chosen && m.refused && !m.accepted:
+		// Not for this node to accept, but for its runtime to know (see
+		// Offered). The first one stays: two different ones take a
+		// corruption that escaped the hash.
+		if m.offered == nil {
+			m.offered = append([]float64(nil), p...)
+		}
+		return
 	case m.final, !chosen && (m.p1 < 0 || m.accepted || m.refused):
 		m.cnt.Duplicates++
 		return
@@ -888,6 +897,23 @@ func (m *Machine) Choose() {
 // if it has, the second pass goes on, for the result is accepted already.
 // The machine still answers other nodes' asks from what it sent.
 func (m *Machine) Refuse() { m.refused = true }
+
+// Offered appends to est[:0] and ext[:0] the values and the maxima of a
+// result R that a node which accepted it (in its first pass) sent to this
+// node after Refuse, in answer to its asks; ok is false when none came.
+// This node will not accept R at ballot 0, having refused, but it may
+// have to vote for R at a later ballot: a runtime's proposer that hears of
+// R in a promise must propose it (R may have been chosen), and a node
+// whose own state does not confirm R (it left out an input that R covers,
+// of a member that died after contributing) would otherwise never vote,
+// and if enough such nodes are needed for a majority, nothing is decided.
+// R comes with its hash checked, as any result taken from another node.
+func (m *Machine) Offered(est, ext []float64) ([]float64, []float64, bool) {
+	if m.offered == nil {
+		return est[:0], ext[:0], false
+	}
+	return gossip.AppendRatios(est[:0], m.offered[:m.k+1]), append(ext[:0], m.offered[m.k+1:]...), true
+}
 
 // Mismatch reports whether another node vouched for, or sent as chosen, a
 // result other than this node's: the exchange cannot end here, and the

@@ -80,6 +80,45 @@ func TestRefusedBeforeTheFirstPassNeverAccepts(t *testing.T) {
 	assert.False(t, a.Done(), "one vouch of two is no majority")
 }
 
+// TestRefusedNodeIsOfferedTheResult: a node that refused before its first
+// pass ended asks for the result; a node that accepted R (but is not done)
+// answers with R, not marked chosen. The refused node does not accept it
+// or end with it, but offers it to its runtime (Offered), which may have to
+// vote for R when a proposer proposes it.
+func TestRefusedNodeIsOfferedTheResult(t *testing.T) {
+	a, b := pair(t)
+	toB := a.Tick(nil)
+	b.Refuse()
+	toA := b.Tick(nil)
+	_, err := b.Step(toB[0], nil)
+	require.NoError(t, err)
+	_, err = a.Step(toA[0], nil)
+	require.NoError(t, err)
+	require.True(t, a.Accepted())
+	require.False(t, a.Done())
+	_, _, ok := b.Offered(nil, nil)
+	require.False(t, ok, "nothing offered yet")
+	var ask []gossip.Message
+	for range 50 {
+		if ask = b.Idle(nil); len(ask) > 0 {
+			break
+		}
+	}
+	require.Len(t, ask, 1, "b asks for the result")
+	answer, err := a.Step(ask[0], nil)
+	require.NoError(t, err)
+	require.Len(t, answer, 1)
+	assert.Zero(t, answer[0].Tag&flagChosen, "R is not chosen yet")
+	_, err = b.Step(answer[0], nil)
+	require.NoError(t, err)
+	est, ext, ok := b.Offered(nil, nil)
+	require.True(t, ok)
+	assert.Equal(t, a.Estimate(nil), est)
+	assert.Empty(t, ext)
+	assert.False(t, b.Accepted(), "a refused node never accepts")
+	assert.False(t, b.Done())
+}
+
 // TestRefusedAfterTheFirstPassStillEnds: an acceptance made before the
 // refusal stands, and the second pass goes on to the chosen result.
 func TestRefusedAfterTheFirstPassStillEnds(t *testing.T) {

@@ -178,7 +178,7 @@ func (m *Machine) paxosStep(now time.Duration, o *op, msg gossip.Message) {
 			m.reject("proposal", msg, gossip.ErrForeignMessage)
 			return
 		}
-		if !(px.hasAcc && gossip.SameBits(px.accepted, prop)) && !m.plausiblePayload(o, prop[1:]) {
+		if !(px.hasAcc && gossip.SameBits(px.accepted, prop)) && !m.plausiblePayload(o, prop[1:]) && !m.offeredR(o, prop) {
 			m.stats.Rejected++
 			m.log.Debug("proposal this member's estimate does not confirm ignored", "from", msg.From)
 			return

@@ -44,6 +44,12 @@ import (
 //     its majority of promises meets the hypercube's vouching majority and
 //     it proposes R.
 //
+//   - A member votes only for a proposal its own estimate confirms (see
+//     plausiblePayload), and one that fell back before its first pass
+//     ended cannot confirm R when R covers the input of a member that died
+//     after contributing. Such a member asks for R as it waits, and votes
+//     for R when a member that accepted R sent it (offeredR).
+//
 // So a fallback ends with R whenever any member may have returned R, and
 // with the fallback's own estimate (the aggregate of the members its
 // certificate counts live) only when none can have. A member that falls
@@ -67,6 +73,9 @@ type twoPass interface {
 	// Choose says that the result the first pass ended with is chosen:
 	// the fallback decided it.
 	Choose()
+	// Offered returns the values and extremes of a result that a member
+	// which accepted it sent to this one after Refuse (ok false if none).
+	Offered(est, ext []float64) ([]float64, []float64, bool)
 }
 
 // extremesOf returns the maxima a finite machine reduced (nil if it takes
@@ -159,6 +168,28 @@ func (m *Machine) noteExchange(now time.Duration, o *op) {
 	if o.x.Mismatch() && o.cert == nil && !o.done {
 		m.fallback(now, o, "members hold different results")
 	}
+}
+
+// offeredR reports whether proposal prop (root, result payload) is the
+// exchange's result R as a member that accepted R sent it to this one,
+// which had fallen back before its own first pass ended.
+//
+// Such a member must be able to vote for R. A proposer that hears of R in
+// a promise proposes R, since R may have been chosen at ballot 0; a member
+// whose own estimate leaves out an input that R covers (of a member that
+// died after contributing) does not confirm R, and where those members
+// were needed for a majority the proposal was refused round after round
+// until the deadline: 13 simulated members, 3 crashed within the first
+// 100 µs, 6 of 10 left with R accepted and 4 fallen back without it
+// (TestFallbackVotesForTheExchangesResult, testdata/fallback_votes.txt). Taking R from the exchange
+// trusts no more than the exchange itself does: a member takes a result
+// marked chosen from any one member, and returns it.
+func (m *Machine) offeredR(o *op, prop []float64) bool {
+	if o.x == nil || len(prop) < 1 {
+		return false
+	}
+	est, ext, ok := o.x.Offered(nil, nil)
+	return ok && gossip.SameBits(resultPayload(est, ext, m.r.n, newBitset(m.r.n)), prop[1:])
 }
 
 // fallback hands operation o from its exchange to the fallback algorithm,
