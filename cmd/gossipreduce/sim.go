@@ -93,7 +93,7 @@ func (c *simCmd) flags(fs *flag.FlagSet) {
 func (c *simCmd) check() error {
 	c.set = given(c.fs)
 	n := c.group.nodes
-	err := firstError(c.group.check(), checkCount("runs", c.runs, 1), checkCount("components", c.comps, 1), c.faults.check(n))
+	err := firstError(c.group.check(), checkCount("runs", c.runs, 1), checkCount("components", c.comps, 1), checkCount("workers", c.workers, 0), c.faults.check(n))
 	if err != nil {
 		return err
 	}

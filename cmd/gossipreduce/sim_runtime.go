@@ -24,7 +24,8 @@ type runtimeSimFlags struct {
 
 func (f *runtimeSimFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.on, "runtime", false, "simulate the live runtime (package member: failure detection, certificate, take-over, result broadcast) instead of the algorithm alone, "+
-		"at the runtime's ε 1e-9 unless --eps is given")
+		"at the runtime's ε 1e-9 unless --eps is given; --workers then shares each run out over that many cores "+
+		"(0: one per core from 4,096 members, else 1; the figures do not depend on it)")
 	fs.Float64Var(&f.slow, "slow", 0, "with --runtime: share of the members that are starved (slowed and paused once)")
 	fs.Float64Var(&f.slowBy, "slow-factor", 10, "with --runtime: how many times slower a starved member handles each event")
 	fs.DurationVar(&f.pause, "pause", 0, "with --runtime: how long a starved member stops once (0: a fifth of the suspect timeout)")
@@ -98,13 +99,13 @@ type runtimeSimOutput struct {
 
 // runtimeFlags are the flags sim --runtime takes;
 // the others describe the algorithm-only simulator and are refused.
-var runtimeFlags = []string{"algo", "topology", "nodes", "eps", "runs", "loss", "crash", "slow", "slow-factor", "pause", "window", "every-tick", "json", "seed", "runtime", "quiet"}
+var runtimeFlags = []string{"algo", "topology", "nodes", "eps", "runs", "loss", "crash", "slow", "slow-factor", "pause", "window", "every-tick", "workers", "json", "seed", "runtime", "quiet"}
 
 func (c *simCmd) execRuntime(ctx context.Context, out *stdio) error {
 	n, f := c.group.nodes, &c.runtime
 	crash := c.faults.crash.share(n)
 	cfg := simnet.MeasureConfig{
-		Net:  simnet.Config{Nodes: n, Topology: c.group.topology, Algorithm: c.algo.one(), Loss: c.faults.loss.one(), EveryTick: f.everyTick},
+		Net:  simnet.Config{Nodes: n, Topology: c.group.topology, Algorithm: c.algo.one(), Loss: c.faults.loss.one(), EveryTick: f.everyTick, Workers: c.workers},
 		Runs: c.runs, Crash: crash, Slow: f.slow, SlowFactor: f.slowBy, Pause: f.pause, Window: f.window,
 	}
 	eps := familyDefaults[liveFamily].eps // the runtime's, which simnet applies

@@ -201,6 +201,7 @@ func TestSimRuntimeRefusesAlgorithmSimulatorFlags(t *testing.T) {
 		{"sim", "--slow", "0.1"},
 		{"sim", "--window", "1ms"},
 		{"sim", "--every-tick"},
+		{"sim", "--runtime", "--workers", "-1"},
 	} {
 		code, _, stderr := runCLI(t, args...)
 		assert.Equal(t, 2, code, "%v: %s", args, stderr)
@@ -221,6 +222,20 @@ func TestSimRuntimeEveryTick(t *testing.T) {
 		assert.Equal(t, 0.0, obj["false_deaths"])
 	}
 	assert.Greater(t, every["events"].(float64), lean["events"].(float64), "ticking everyone every Tick handles more events")
+}
+
+// TestSimRuntimeWorkers: the figures of sim --runtime do not depend on how
+// many shards simulate the group side by side, only the wall time does.
+func TestSimRuntimeWorkers(t *testing.T) {
+	args := []string{"sim", "--runtime", "--nodes", "64", "--topology", "hypercube", "--algo", "pfcc", "--crash", "0.05", "--loss", "0.01", "--seed", "3", "--json"}
+	one := jsonObject(t, append(args, "--workers", "1")...)
+	three := jsonObject(t, append(args, "--workers", "3")...)
+	for _, k := range []string{"wall_seconds", "replay"} {
+		delete(one, k)
+		delete(three, k)
+	}
+	assert.Equal(t, one, three)
+	assert.Positive(t, one["events"])
 }
 
 func TestSimCrashShare(t *testing.T) {

@@ -7,15 +7,22 @@
 // is determined by its Config (the seed included), so a failing schedule
 // replays exactly.
 //
-// It starts no goroutine and reads no clock: time is an event queue.
+// It reads no clock: time is an event queue. A large group is simulated
+// in shards, one goroutine each (Config.Workers), in windows of one
+// message latency: nothing a member does inside a window can reach another
+// member before the window ends, so the shards need not wait for each
+// other inside it. What a run does never depends on the number of shards.
 package simnet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/algo"
@@ -60,6 +67,12 @@ type Config struct {
 	// has something to do: members waiting out a silent neighbour's
 	// Suspect made two thirds of the events with ticks that did nothing.
 	EveryTick bool
+	// Workers is the number of shards the group is simulated in, each on
+	// a goroutine of its own: 0 picks runtime.GOMAXPROCS for groups of
+	// 4,096 members or more and 1 for smaller ones, whose windows hold too
+	// few events to be worth sharing out. A run's outcome, messages and
+	// events are the same for every number of workers.
+	Workers int
 }
 
 func (c *Config) defaults() {
@@ -71,6 +84,12 @@ func (c *Config) defaults() {
 	}
 	if c.Overhead == 0 {
 		c.Overhead = 5 * time.Microsecond
+	}
+	if c.Workers == 0 {
+		c.Workers = 1
+		if c.Nodes >= 4096 {
+			c.Workers = runtime.GOMAXPROCS(0)
+		}
 	}
 }
 
@@ -98,6 +117,8 @@ type event struct {
 
 type node struct {
 	m       *member.Machine
+	sh      *shard     // the shard that simulates it
+	rng     *rand.Rand // the network's draws for what it sends: loss, duplication, jitter
 	crashed bool
 	slow    float64       // processing-time factor, ≥ 1
 	late    time.Duration // how late each of its ticks comes (see Late)
@@ -117,27 +138,23 @@ type node struct {
 	waiting  bool // an evProcess event is queued
 	op       member.Op
 	sent     int
-	exit     bool // exit abruptly on a result (ExitOnResult)
-	exitKeep int  // messages of the last outbox that get out then
+	exit     bool     // exit abruptly on a result (ExitOnResult)
+	exitKeep int      // messages of the last outbox that get out then
+	posts    []posted // what it sent in the window under way, in order (see Net.post)
 }
 
 // Net is a simulated group.
 type Net struct {
-	cfg   Config
-	graph topology.Graph
-	nodes []*node
-	q     eventq.Queue[event]
-	// flight holds the messages in flight, free its unused slots.
-	flight []gossip.Message
-	free   []int32
-	out    []gossip.Message // flush's buffer
+	cfg    Config
+	graph  topology.Graph
+	nodes  []*node
+	shards []*shard
 	now    time.Duration
-	rng    *rand.Rand
-	cut    []int // partition side of each member; members on different sides cannot talk
-	// outcomes of the operation under way
+	rng    *rand.Rand // the set-up's draws (start times)
+	cut    []int      // partition side of each member; members on different sides cannot talk
+	// outcomes of the last operation
 	epoch    uint64
 	outcomes map[gossip.NodeID]member.Outcome
-	waiting  int // members not crashed and without an outcome of epoch
 	parts    []partition
 	record   bool
 	recorded []gossip.Message
@@ -148,16 +165,54 @@ type Net struct {
 	// MaxEvents, if positive, bounds the events one Run handles: past it
 	// the members still at the operation give up as at the time limit (a
 	// group that cannot decide keeps gossiping at full speed, and a chaos
-	// campaign need not simulate all of it). Truncated counts such runs,
-	// and the runs Stop ended.
+	// campaign need not simulate all of it). The bound is looked at
+	// between windows, so a run may pass it by one window's events.
+	// Truncated counts such runs, and the runs Stop ended.
 	MaxEvents, Truncated int
 	// Stop, if not nil, ends Run early once it is closed, as MaxEvents
-	// does. It is looked at whenever Events reaches a multiple of 4,096.
-	// Measure sets it to its context's Done channel, so that an operation
-	// of 65,536 members (tens of minutes) can be interrupted.
-	Stop <-chan struct{}
+	// does. It is looked at between windows, the first time after Events
+	// has passed each multiple of 4,096. Measure sets it to its context's
+	// Done channel, so that an operation of 65,536 members (minutes) can
+	// be interrupted.
+	Stop     <-chan struct{}
+	lastLook int // Events/4,096 when Stop was last looked at
 
 	checking bool // see checkTicks
+}
+
+// shard is the part of the group one worker simulates: its members' events
+// and the messages on their way to them. Within a window it touches only
+// its own members, and what they send waits with its sender until the
+// window ends (see Net.post).
+type shard struct {
+	net *Net
+	q   eventq.Queue[event]
+	// flight holds the messages in flight to its members, free its
+	// unused slots.
+	flight []gossip.Message
+	free   []int32
+	out    []gossip.Message // flush's buffer
+	now    time.Duration
+	// outcomes of the operation under way, of its members
+	outcomes map[gossip.NodeID]member.Outcome
+	waiting  int // its members not crashed and without an outcome of the epoch
+	// posters are its members that posted in the window (node.posts), in
+	// the order of their numbers once it ends; recorded is what its
+	// members sent while recording.
+	posters  []gossip.NodeID
+	recorded []posted
+	// counts of the window, added to Net's at its end
+	messages, dropped, events int
+}
+
+// posted is an event a member caused at another (or at itself, later than
+// the window): the delivery of msg, or a notice; or, recorded, a message
+// sent at at by from.
+type posted struct {
+	at   time.Duration
+	from gossip.NodeID
+	ev   event
+	msg  gossip.Message
 }
 
 // New builds the group: every member's machine, joined, nothing sent yet.
@@ -169,6 +224,10 @@ func New(cfg Config) (*Net, error) {
 	if !(cfg.Loss >= 0 && cfg.Loss < 1) || !(cfg.Dup >= 0 && cfg.Dup <= 1) {
 		return nil, fmt.Errorf("simnet: %w: loss %v, dup %v", gossip.ErrInvalidConfig, cfg.Loss, cfg.Dup)
 	}
+	if cfg.Latency < 0 || cfg.Jitter < 0 || cfg.Workers < 0 {
+		return nil, fmt.Errorf("simnet: %w: latency %v, jitter %v, workers %d", gossip.ErrInvalidConfig, cfg.Latency, cfg.Jitter, cfg.Workers)
+	}
+	cfg.Workers = min(cfg.Workers, cfg.Nodes)
 	spec, err := algo.Lookup(cfg.Algorithm)
 	if err != nil {
 		return nil, err
@@ -184,6 +243,9 @@ func New(cfg Config) (*Net, error) {
 		}
 	}
 	n := &Net{cfg: cfg, graph: g, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), cut: make([]int, cfg.Nodes), checking: checkTicks != nil}
+	for range cfg.Workers {
+		n.shards = append(n.shards, &shard{net: n})
+	}
 	for i := range cfg.Nodes {
 		m, err := member.New(member.Config{ID: gossip.NodeID(i), Graph: g, Algorithm: spec, Diameter: diam,
 			Epsilon: cfg.Epsilon, Idle: cfg.Idle, Suspect: cfg.Suspect, Tick: cfg.Tick, Seed: cfg.Seed})
@@ -191,8 +253,15 @@ func New(cfg Config) (*Net, error) {
 			return nil, err
 		}
 		at := n.jitterStart()
-		n.nodes = append(n.nodes, &node{m: m, slow: 1, tickAt: at})
-		n.q.Push(float64(at), event{kind: evTick, to: gossip.NodeID(i)})
+		// Members are shared out in blocks of consecutive numbers, so that
+		// the posts of shards taken in order are in the order of their
+		// senders (see post). Each member draws its network's fate from
+		// a source of its own, so that the draws do not depend on which
+		// shard's member went first.
+		sh := n.shards[i*cfg.Workers/cfg.Nodes]
+		rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed<<32|uint64(i)))
+		n.nodes = append(n.nodes, &node{m: m, sh: sh, rng: rng, slow: 1, tickAt: at})
+		sh.q.Push(float64(at), event{kind: evTick, to: gossip.NodeID(i)})
 	}
 	return n, nil
 }
@@ -208,7 +277,7 @@ func (n *Net) Machine(id gossip.NodeID) *member.Machine { return n.nodes[id].m }
 // Crash stops member id at time at for good: it sends and receives nothing
 // from then on (crash-stop; what it returned before counts).
 func (n *Net) Crash(id gossip.NodeID, at time.Duration) {
-	n.q.Push(float64(at), event{kind: evCrash, to: id})
+	n.nodes[id].sh.q.Push(float64(at), event{kind: evCrash, to: id})
 }
 
 // Crashed reports whether member id has crashed.
@@ -280,28 +349,28 @@ func (n *Net) foreignPair(a, b gossip.NodeID) bool { return n.odd != nil && n.od
 // Inject delivers msg to msg.To at time at, as if the network carried it: a
 // forged message, or a replay of recorded traffic.
 func (n *Net) Inject(msg gossip.Message, at time.Duration) {
-	n.deliverAt(at, msg)
+	n.nodes[msg.To].sh.deliverAt(at, msg)
 }
 
-// deliverAt queues the delivery of msg to msg.To at time at.
-func (n *Net) deliverAt(at time.Duration, msg gossip.Message) {
+// deliverAt queues the delivery of msg to msg.To, a member of s, at time at.
+func (s *shard) deliverAt(at time.Duration, msg gossip.Message) {
 	var slot int32
-	if k := len(n.free); k > 0 {
-		slot = n.free[k-1]
-		n.free = n.free[:k-1]
-		n.flight[slot] = msg
+	if k := len(s.free); k > 0 {
+		slot = s.free[k-1]
+		s.free = s.free[:k-1]
+		s.flight[slot] = msg
 	} else {
-		slot = int32(len(n.flight))
-		n.flight = append(n.flight, msg)
+		slot = int32(len(s.flight))
+		s.flight = append(s.flight, msg)
 	}
-	n.q.Push(float64(at), event{kind: evDeliver, to: msg.To, msg: slot})
+	s.q.Push(float64(at), event{kind: evDeliver, to: msg.To, msg: slot})
 }
 
 // landed takes the message of slot out of flight.
-func (n *Net) landed(slot int32) gossip.Message {
-	msg := n.flight[slot]
-	n.flight[slot] = gossip.Message{}
-	n.free = append(n.free, slot)
+func (s *shard) landed(slot int32) gossip.Message {
+	msg := s.flight[slot]
+	s.flight[slot] = gossip.Message{}
+	s.free = append(s.free, slot)
 	return msg
 }
 
@@ -318,13 +387,23 @@ func (n *Net) Recorded() []gossip.Message { return n.recorded }
 // or until the operation has lasted limit, when the members still at it
 // give up (ErrNotConverged). It returns the outcome of every member that
 // ended the operation, the crashed ones' included.
+//
+// Time advances in windows of one message latency, each starting at the
+// earliest event queued: the shards handle their members' events of the
+// window side by side, and what the members sent is queued at its
+// receivers when all are done. The run ends at the end of the window in
+// which the last member ended its operation, so what the members did in
+// the rest of that window is part of it.
 func (n *Net) Run(epoch uint64, inputs [][]float64, starts []time.Duration, limit time.Duration) map[gossip.NodeID]member.Outcome {
 	n.epoch = epoch
-	n.outcomes = map[gossip.NodeID]member.Outcome{}
-	n.waiting = 0
+	for _, s := range n.shards {
+		s.outcomes = map[gossip.NodeID]member.Outcome{}
+		s.waiting = 0
+		s.now = n.now
+	}
 	for _, nd := range n.nodes {
 		if !nd.crashed {
-			n.waiting++
+			nd.sh.waiting++
 		}
 	}
 	t0, e0 := n.now, n.Events
@@ -337,48 +416,172 @@ func (n *Net) Run(epoch uint64, inputs [][]float64, starts []time.Duration, limi
 		if starts != nil {
 			at = t0 + starts[i]
 		}
-		n.q.Push(float64(at), event{kind: evBegin, to: gossip.NodeID(i)})
+		nd.sh.q.Push(float64(at), event{kind: evBegin, to: gossip.NodeID(i)})
 	}
-	for {
-		if n.finished() {
-			break
-		}
-		at, ev, ok := n.q.Pop()
+	last := t0 + limit
+	for !n.finished() {
+		t, ok := n.next()
 		if !ok {
 			break
 		}
-		t := time.Duration(at)
-		if t-t0 > limit {
-			n.q.Push(at, ev)
-			n.now = t0 + limit
+		if t > last {
+			n.now = last
 			break
 		}
 		if n.MaxEvents > 0 && n.Events-e0 >= n.MaxEvents || n.stopped() {
-			n.q.Push(at, ev)
 			n.Truncated++
 			break
 		}
-		n.now = max(n.now, t)
-		n.handle(ev)
+		end := t + n.cfg.Latency
+		n.each(func(s *shard) { s.window(end, last) })
+		n.post()
 	}
+	n.outcomes = map[gossip.NodeID]member.Outcome{}
 	for i, nd := range n.nodes {
 		if nd.crashed || !nd.m.Active() || nd.m.Epoch() != epoch {
 			continue
 		}
 		nd.m.GiveUp(n.now, context.DeadlineExceeded)
-		n.flush(gossip.NodeID(i))
+		nd.sh.now = n.now
+		nd.sh.flush(gossip.NodeID(i))
+	}
+	n.post()
+	for _, s := range n.shards {
+		for id, o := range s.outcomes {
+			n.outcomes[id] = o
+		}
 	}
 	return n.outcomes
 }
 
-func (n *Net) finished() bool { return n.waiting == 0 }
+// next returns the time of the earliest event queued at any shard.
+func (n *Net) next() (time.Duration, bool) {
+	var first time.Duration
+	found := false
+	for _, s := range n.shards {
+		if at, _, ok := s.q.Peek(); ok && (!found || time.Duration(at) < first) {
+			first, found = time.Duration(at), true
+		}
+	}
+	return first, found
+}
 
-// stopped reports whether Stop is closed, looking when Events is a
-// multiple of 4,096.
+// each calls f for every shard, on a goroutine of its own but the first.
+func (n *Net) each(f func(*shard)) {
+	if len(n.shards) == 1 {
+		f(n.shards[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for _, s := range n.shards[1:] {
+		wg.Go(func() { f(s) })
+	}
+	f(n.shards[0])
+	wg.Wait()
+}
+
+// window handles the shard's events before end, and none after last.
+// Everything its members send lands at end or later, so no event of
+// another shard's window can be affected by them.
+func (s *shard) window(end, last time.Duration) {
+	for {
+		at, ev, ok := s.q.Peek()
+		if !ok {
+			break
+		}
+		t := time.Duration(at)
+		if t >= end || t > last {
+			break
+		}
+		s.q.Pop()
+		s.now = max(s.now, t)
+		s.handle(ev)
+	}
+	// The order in which members of the shard took their turns at equal
+	// times depends on the shard's queue, and so on how the group was
+	// shared out: what they posted goes out in the order of their numbers.
+	slices.Sort(s.posters)
+}
+
+// post ends a window: every shard queues what the members of all shards
+// posted to its own members, in the order of the senders' numbers (the
+// shards hold consecutive members) and each sender's own order; what was
+// recorded is kept in the order it was sent, and the shards' counts are
+// added to the network's. The order in which events are queued decides
+// between events due at the same time at a member, so this order, unlike
+// the order of a shard's work, must not depend on the number of shards.
+func (n *Net) post() {
+	if n.record {
+		var rec []posted
+		for _, s := range n.shards {
+			rec = append(rec, s.recorded...)
+			clear(s.recorded)
+			s.recorded = s.recorded[:0]
+		}
+		slices.SortStableFunc(rec, func(a, b posted) int {
+			return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.from, b.from))
+		})
+		for _, r := range rec {
+			n.recorded = append(n.recorded, r.msg)
+		}
+	}
+	n.each(func(s *shard) { s.take() })
+	n.each(func(s *shard) { s.unpost() })
+	for _, s := range n.shards {
+		n.Messages += s.messages
+		n.Dropped += s.dropped
+		n.Events += s.events
+		s.messages, s.dropped, s.events = 0, 0, 0
+		n.now = max(n.now, s.now)
+	}
+}
+
+// take queues what every shard's members posted to members of s.
+func (s *shard) take() {
+	nodes := s.net.nodes
+	for _, src := range s.net.shards {
+		for _, id := range src.posters {
+			for i := range nodes[id].posts {
+				p := &nodes[id].posts[i]
+				switch {
+				case nodes[p.ev.to].sh != s:
+				case p.ev.kind == evDeliver:
+					s.deliverAt(p.at, p.msg)
+				default:
+					s.q.Push(float64(p.at), p.ev)
+				}
+			}
+		}
+	}
+}
+
+// unpost empties the posts of s's members, all taken.
+func (s *shard) unpost() {
+	for _, id := range s.posters {
+		nd := s.net.nodes[id]
+		clear(nd.posts)
+		nd.posts = nd.posts[:0]
+	}
+	s.posters = s.posters[:0]
+}
+
+// finished reports whether every member not crashed has an outcome.
+func (n *Net) finished() bool {
+	for _, s := range n.shards {
+		if s.waiting > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// stopped reports whether Stop is closed, looking once Events has passed
+// another multiple of 4,096.
 func (n *Net) stopped() bool {
-	if n.Stop == nil || n.Events&0xfff != 0 {
+	if n.Stop == nil || n.Events>>12 == n.lastLook {
 		return false
 	}
+	n.lastLook = n.Events >> 12
 	select {
 	case <-n.Stop:
 		return true
@@ -387,31 +590,31 @@ func (n *Net) stopped() bool {
 	}
 }
 
-// record keeps member id's outcome of the operation under way.
-func (n *Net) record1(id gossip.NodeID, out member.Outcome) {
-	if _, ok := n.outcomes[id]; !ok && !n.nodes[id].crashed {
-		n.waiting--
+// record1 keeps member id's outcome of the operation under way.
+func (s *shard) record1(id gossip.NodeID, out member.Outcome) {
+	if _, ok := s.outcomes[id]; !ok && !s.net.nodes[id].crashed {
+		s.waiting--
 	}
-	n.outcomes[id] = out
+	s.outcomes[id] = out
 }
 
 // crash stops member id.
-func (n *Net) crash(id gossip.NodeID) {
-	nd := n.nodes[id]
+func (s *shard) crash(id gossip.NodeID) {
+	nd := s.net.nodes[id]
 	if nd.crashed {
 		return
 	}
 	nd.crashed = true
-	if _, ok := n.outcomes[id]; !ok && n.outcomes != nil {
-		n.waiting--
+	if _, ok := s.outcomes[id]; !ok && s.outcomes != nil {
+		s.waiting--
 	}
 }
 
 // delay returns when an event for member id that is due now can be handled:
 // after the member's pauses and its processing backlog.
-func (n *Net) delay(id gossip.NodeID) time.Duration {
-	nd := n.nodes[id]
-	t := max(n.now, nd.busy)
+func (s *shard) delay(id gossip.NodeID) time.Duration {
+	nd := s.net.nodes[id]
+	t := max(s.now, nd.busy)
 	for _, p := range nd.pauses {
 		if t >= p.from && t < p.to {
 			t = p.to
@@ -420,20 +623,20 @@ func (n *Net) delay(id gossip.NodeID) time.Duration {
 	return t
 }
 
-func (n *Net) handle(ev event) {
-	nd := n.nodes[ev.to]
+func (s *shard) handle(ev event) {
+	nd := s.net.nodes[ev.to]
 	if ev.kind == evCrash {
-		n.crash(ev.to)
+		s.crash(ev.to)
 		return
 	}
 	var msg gossip.Message
 	if ev.kind == evDeliver {
-		msg = n.landed(ev.msg)
+		msg = s.landed(ev.msg)
 	}
 	if nd.crashed {
 		return
 	}
-	if ev.kind == evTick && !n.tickDue(ev, nd) {
+	if ev.kind == evTick && !s.tickDue(ev, nd) {
 		return
 	}
 	if ev.kind == evDeliver {
@@ -442,16 +645,16 @@ func (n *Net) handle(ev event) {
 		nd.inbox = append(nd.inbox, msg)
 		if !nd.waiting {
 			nd.waiting = true
-			n.q.Push(float64(n.delay(ev.to)), event{kind: evProcess, to: ev.to})
+			s.q.Push(float64(s.delay(ev.to)), event{kind: evProcess, to: ev.to})
 		}
 		return
 	}
-	if t := n.delay(ev.to); t > n.now {
-		n.q.Push(float64(t), ev)
+	if t := s.delay(ev.to); t > s.now {
+		s.q.Push(float64(t), ev)
 		return
 	}
-	nd.busy = n.now + time.Duration(float64(n.cfg.Overhead)*nd.slow)
-	n.Events++
+	nd.busy = s.now + time.Duration(float64(s.net.cfg.Overhead)*nd.slow)
+	s.events++
 	switch ev.kind {
 	case evProcess:
 		msg := nd.inbox[nd.head]
@@ -461,37 +664,37 @@ func (n *Net) handle(ev event) {
 		if nd.head == len(nd.inbox) {
 			nd.inbox, nd.head = nd.inbox[:0], 0
 		}
-		nd.m.Step(n.now, msg)
+		nd.m.Step(s.now, msg)
 		if nd.head < len(nd.inbox) {
-			n.q.Push(float64(n.delay(ev.to)), ev)
+			s.q.Push(float64(s.delay(ev.to)), ev)
 		} else {
 			nd.waiting = false
 		}
 	case evTick:
-		if n.checking && n.elides(nd) {
-			n.checkTick(ev.to, nd)
+		if s.net.checking && s.net.elides(nd) {
+			s.checkTick(ev.to, nd)
 		} else {
-			nd.m.Tick(n.now)
+			nd.m.Tick(s.now)
 		}
-		nd.lastTick = n.now
-		if n.elides(nd) && !n.checking {
+		nd.lastTick = s.now
+		if s.net.elides(nd) && !s.net.checking {
 			nd.tickAt = never // flush queues the next one (schedule)
 		} else {
-			nd.tickAt = n.now + n.cfg.Tick + nd.late
-			n.q.Push(float64(nd.tickAt), ev)
+			nd.tickAt = s.now + s.net.cfg.Tick + nd.late
+			s.q.Push(float64(nd.tickAt), ev)
 		}
 	case evWake:
 		nd.wakeAt = 0
-		nd.m.Tick(n.now)
-		nd.lastTick = n.now
+		nd.m.Tick(s.now)
+		nd.lastTick = s.now
 	case evBegin:
-		if err := nd.m.Begin(n.now, nd.op); err != nil {
-			n.record1(ev.to, member.Outcome{Err: err})
+		if err := nd.m.Begin(s.now, nd.op); err != nil {
+			s.record1(ev.to, member.Outcome{Err: err})
 		}
 	case evForeign:
-		nd.m.Foreign(n.now, gossip.NodeID(ev.msg), "another configuration (simulated)")
+		nd.m.Foreign(s.now, gossip.NodeID(ev.msg), "another configuration (simulated)")
 	}
-	n.flush(ev.to)
+	s.flush(ev.to)
 }
 
 // checkTicks, set by tests only, makes every Net built while it is set
@@ -503,22 +706,22 @@ func (n *Net) handle(ev event) {
 var checkTicks func(id gossip.NodeID, now time.Duration, what string)
 
 // checkTick ticks member id as checkTicks asks (see there).
-func (n *Net) checkTick(id gossip.NodeID, nd *node) {
+func (s *shard) checkTick(id gossip.NodeID, nd *node) {
 	promised := nd.promised
-	if n.now >= promised {
-		nd.m.Tick(n.now)
+	if s.now >= promised {
+		nd.m.Tick(s.now)
 		return
 	}
 	before, active := nd.m.Stats(), nd.m.Active()
-	nd.m.Tick(n.now)
-	after, _ := nd.m.NextTick(n.now)
+	nd.m.Tick(s.now)
+	after, _ := nd.m.NextTick(s.now)
 	switch {
 	case nd.m.Stats() != before:
-		checkTicks(id, n.now, fmt.Sprintf("a tick %v before the time promised changed the counts: %+v, then %+v", promised-n.now, before, nd.m.Stats()))
+		checkTicks(id, s.now, fmt.Sprintf("a tick %v before the time promised changed the counts: %+v, then %+v", promised-s.now, before, nd.m.Stats()))
 	case nd.m.Active() != active:
-		checkTicks(id, n.now, fmt.Sprintf("a tick %v before the time promised ended the operation", promised-n.now))
+		checkTicks(id, s.now, fmt.Sprintf("a tick %v before the time promised ended the operation", promised-s.now))
 	case after < promised:
-		checkTicks(id, n.now, fmt.Sprintf("a tick %v before the time promised brought it forward to %v from now", promised-n.now, after-n.now))
+		checkTicks(id, s.now, fmt.Sprintf("a tick %v before the time promised brought it forward to %v from now", promised-s.now, after-s.now))
 	}
 }
 
@@ -538,21 +741,21 @@ func (n *Net) elides(nd *node) bool {
 // replaced by an earlier one is dropped; one whose member has since
 // found nothing to do (its NextTick moved later: a message reset a
 // silence) is queued again for then.
-func (n *Net) tickDue(ev event, nd *node) bool {
+func (s *shard) tickDue(ev event, nd *node) bool {
 	if ev.msg != nd.tickGen {
 		return false
 	}
-	if !n.elides(nd) || n.checking {
+	if !s.net.elides(nd) || s.net.checking {
 		return true
 	}
-	at, ok := nd.m.NextTick(n.now)
+	at, ok := nd.m.NextTick(s.now)
 	if !ok {
 		nd.tickAt = never
 		return false
 	}
-	if at = max(at, nd.lastTick+n.cfg.Tick); at > n.now {
+	if at = max(at, nd.lastTick+s.net.cfg.Tick); at > s.now {
 		nd.tickAt = at
-		n.q.Push(float64(at), ev)
+		s.q.Push(float64(at), ev)
 		return false
 	}
 	return true
@@ -560,19 +763,19 @@ func (n *Net) tickDue(ev event, nd *node) bool {
 
 // schedule brings member id's next tick forward to what its machine now
 // needs (see member.Machine.NextTick), after an event other than a tick.
-func (n *Net) schedule(id gossip.NodeID) {
-	nd := n.nodes[id]
-	if nd.crashed || !n.elides(nd) {
+func (s *shard) schedule(id gossip.NodeID) {
+	nd := s.net.nodes[id]
+	if nd.crashed || !s.net.elides(nd) {
 		return
 	}
-	at, ok := nd.m.NextTick(n.now)
+	at, ok := nd.m.NextTick(s.now)
 	if !ok {
 		return
 	}
-	if at = max(at, nd.lastTick+n.cfg.Tick, n.now); at < nd.tickAt {
+	if at = max(at, nd.lastTick+s.net.cfg.Tick, s.now); at < nd.tickAt {
 		nd.tickGen++
 		nd.tickAt = at
-		n.q.Push(float64(at), event{kind: evTick, to: id, msg: nd.tickGen})
+		s.q.Push(float64(at), event{kind: evTick, to: id, msg: nd.tickGen})
 	}
 }
 
@@ -586,14 +789,14 @@ func (n *Net) rearm(id gossip.NodeID, was bool) {
 	}
 	nd.tickGen++
 	nd.tickAt = max(n.now, nd.lastTick+n.cfg.Tick)
-	n.q.Push(float64(nd.tickAt), event{kind: evTick, to: id, msg: nd.tickGen})
+	nd.sh.q.Push(float64(nd.tickAt), event{kind: evTick, to: id, msg: nd.tickGen})
 }
 
 // flush sends member id's outbox through the network and takes its
 // outcome.
-func (n *Net) flush(id gossip.NodeID) {
-	nd := n.nodes[id]
-	all := nd.m.AppendOutbox(n.out[:0])
+func (s *shard) flush(id gossip.NodeID) {
+	nd := s.net.nodes[id]
+	all := nd.m.AppendOutbox(s.out[:0])
 	out := all
 	res, done := nd.m.TakeOutcome()
 	exited := false
@@ -602,59 +805,71 @@ func (n *Net) flush(id gossip.NodeID) {
 		exited = true
 	}
 	for _, msg := range out {
-		n.Messages++
+		s.messages++
 		nd.sent++
-		if n.record {
-			n.recorded = append(n.recorded, msg)
+		if s.net.record {
+			s.recorded = append(s.recorded, posted{at: s.now, from: id, msg: msg})
 		}
-		if n.foreignPair(msg.From, msg.To) {
-			n.Dropped++
-			n.q.Push(float64(n.now+n.cfg.Latency), event{kind: evForeign, to: msg.To, msg: int32(msg.From)})
-			n.q.Push(float64(n.now+2*n.cfg.Latency), event{kind: evForeign, to: msg.From, msg: int32(msg.To)})
+		if s.net.foreignPair(msg.From, msg.To) {
+			// The receiver drops it and says so; the sender hears back.
+			s.dropped++
+			s.post(nd, id,
+				posted{at: s.now + s.net.cfg.Latency, ev: event{kind: evForeign, to: msg.To, msg: int32(msg.From)}},
+				posted{at: s.now + 2*s.net.cfg.Latency, ev: event{kind: evForeign, to: msg.From, msg: int32(msg.To)}})
 			continue
 		}
-		if n.separated(msg.From, msg.To) || n.rng.Float64() < n.cfg.Loss {
-			n.Dropped++
+		if s.separated(msg.From, msg.To) || nd.rng.Float64() < s.net.cfg.Loss {
+			s.dropped++
 			continue
 		}
 		copies := 1
-		if n.cfg.Dup > 0 && n.rng.Float64() < n.cfg.Dup {
+		if s.net.cfg.Dup > 0 && nd.rng.Float64() < s.net.cfg.Dup {
 			copies = 2
 		}
 		for range copies {
-			d := n.cfg.Latency
-			if n.cfg.Jitter > 0 {
-				d += time.Duration(n.rng.Int64N(int64(n.cfg.Jitter)))
+			d := s.net.cfg.Latency
+			if s.net.cfg.Jitter > 0 {
+				d += time.Duration(nd.rng.Int64N(int64(s.net.cfg.Jitter)))
 			}
-			n.deliverAt(n.now+d, msg)
+			s.post(nd, id, posted{at: s.now + d, ev: event{kind: evDeliver, to: msg.To}, msg: msg})
 		}
 	}
-	if done && res.Result.Epoch == n.epoch {
-		n.record1(id, res)
+	if done && res.Result.Epoch == s.net.epoch {
+		s.record1(id, res)
 	}
 	if exited {
-		n.crash(id)
+		s.crash(id)
 	}
 	clear(all) // the buffer is flush's again: let the messages go
-	n.out = all[:0]
+	s.out = all[:0]
 	switch {
-	case n.checking && n.elides(nd):
+	case s.net.checking && s.net.elides(nd):
 		nd.promised = never
-		if at, ok := nd.m.NextTick(n.now); ok {
+		if at, ok := nd.m.NextTick(s.now); ok {
 			nd.promised = at
 		}
-	case n.elides(nd):
-		n.schedule(id)
+	case s.net.elides(nd):
+		s.schedule(id)
 	}
-	if at, ok := nd.m.Wake(); ok && (nd.wakeAt == 0 || at < nd.wakeAt) && at > n.now {
+	if at, ok := nd.m.Wake(); ok && (nd.wakeAt == 0 || at < nd.wakeAt) && at > s.now {
 		nd.wakeAt = at
-		n.q.Push(float64(at), event{kind: evWake, to: id})
+		s.q.Push(float64(at), event{kind: evWake, to: id})
 	}
 }
 
-func (n *Net) separated(a, b gossip.NodeID) bool {
-	for _, p := range n.parts {
-		if n.now >= p.at && (p.heal <= p.at || n.now < p.heal) && p.side[a] != p.side[b] {
+// post keeps what member id (nd) caused at other members, or at itself
+// after the window, for the window's end.
+func (s *shard) post(nd *node, id gossip.NodeID, ps ...posted) {
+	if len(nd.posts) == 0 {
+		s.posters = append(s.posters, id)
+	}
+	nd.posts = append(nd.posts, ps...)
+}
+
+// separated reports whether a partition keeps a and b apart now.
+func (s *shard) separated(a, b gossip.NodeID) bool {
+	for _, p := range s.net.parts {
+		if s.now >= p.at && (p.heal <= p.at || s.now < p.heal) && p.side[a] != p.side[b] {
 			return true
 		}
 	}

@@ -191,7 +191,8 @@ func campaignOf(t *testing.T, cfg ChaosConfig) {
 // speed while the root took in its commit's replies one by one, and the
 // share of gossip sent in that wait grew with N (37 % at 4,096 members):
 // here, 1,024 members sent 14.1 % of their gossip after the root had begun
-// its commit, and now send 0.3 %.
+// its commit, and now send 0.04 to 1.3 % (seeds 1 to 6; 1.3 % with this
+// seed).
 func TestCompleteMembersGoQuiet(t *testing.T) {
 	const n = 1024
 	net, err := New(Config{Nodes: n, Topology: "hypercube", Algorithm: "pfcc", Seed: 1})
@@ -215,11 +216,12 @@ func TestCompleteMembersGoQuiet(t *testing.T) {
 	}
 	require.True(t, begun, "the root commits")
 	t.Logf("gossip before the commit %d, after %d (%.1f %%)", before, after, 100*float64(after)/float64(before+after))
-	assert.Less(t, float64(after), 0.01*float64(before+after), "gossip after the root began its commit")
+	assert.Less(t, float64(after), 0.03*float64(before+after), "gossip after the root began its commit")
 }
 
-// TestStopEndsARun: a closed Stop ends Run at the next multiple of 4,096
-// events, the members still at the operation giving up, and Measure
+// TestStopEndsARun: a closed Stop ends Run at the end of the window in
+// which Events passes the next multiple of 4,096, the members still at the
+// operation giving up, and Measure
 // reports its context's error rather than the figures of an operation cut
 // short. (An operation of 65,536 simulated members runs for tens of
 // minutes, and `sim --runtime` must still end on Ctrl-C.)
@@ -230,13 +232,15 @@ func TestStopEndsARun(t *testing.T) {
 	stop := make(chan struct{})
 	close(stop)
 	net.Stop = stop
-	// Stop is looked at when Events is a multiple of 4,096: starting the
-	// count at 1 puts the first look 4,095 events into the operation,
-	// which takes tens of thousands fault-free.
+	// Stop is looked at between windows, once Events has passed another
+	// multiple of 4,096: starting the count at 1 puts the first look 4,095
+	// events or more into the operation, which takes tens of thousands
+	// fault-free (a window of 256 members holds a few hundred).
 	net.Events = 1
 	outs := net.Run(1, inputs(n), nil, time.Minute)
 	assert.Equal(t, 1, net.Truncated)
-	assert.Equal(t, 4096, net.Events, "stopped at the first look")
+	assert.GreaterOrEqual(t, net.Events, 4096, "stopped at the first look")
+	assert.Less(t, net.Events, 5000, "stopped at the first look")
 	require.Len(t, outs, n, "every member begun, and ended")
 	for id, o := range outs {
 		require.ErrorIs(t, o.Err, context.DeadlineExceeded, "member %d", id)
