@@ -228,6 +228,9 @@ func New(cfg Config) (*Net, error) {
 		return nil, fmt.Errorf("simnet: %w: latency %v, jitter %v, workers %d", gossip.ErrInvalidConfig, cfg.Latency, cfg.Jitter, cfg.Workers)
 	}
 	cfg.Workers = min(cfg.Workers, cfg.Nodes)
+	if checkTicks != nil {
+		cfg.Workers = 1 // the hook is the test's, and not made for goroutines
+	}
 	spec, err := algo.Lookup(cfg.Algorithm)
 	if err != nil {
 		return nil, err
