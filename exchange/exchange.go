@@ -130,6 +130,11 @@ type Counters struct {
 	// Skipped counts steps of the second pass that went on without a
 	// vouch for the partner's subcube, after asking it around.
 	Skipped int
+	// Conflicts counts results offered to a node that refused, which
+	// differ from the first one offered, the one it keeps (see Offered):
+	// only a corruption that escaped the hash, or a forged message, makes
+	// two.
+	Conflicts int
 }
 
 // Machine is one node of dimension exchange.
@@ -538,8 +543,11 @@ func (m *Machine) takeResult(p []float64, chosen bool) {
 		// Not for this node to accept, but for its runtime to know (see
 		// Offered). The first one stays: two different ones take a
 		// corruption that escaped the hash.
-		if m.offered == nil {
+		switch {
+		case m.offered == nil:
 			m.offered = append([]float64(nil), p...)
+		case !gossip.SameBits(m.offered, p):
+			m.cnt.Conflicts++
 		}
 		return
 	case m.final, !chosen && (m.p1 < 0 || m.accepted || m.refused):

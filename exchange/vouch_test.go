@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -117,6 +118,20 @@ func TestRefusedNodeIsOfferedTheResult(t *testing.T) {
 	assert.Empty(t, ext)
 	assert.False(t, b.Accepted(), "a refused node never accepts")
 	assert.False(t, b.Done())
+	assert.Zero(t, b.Counters().Conflicts)
+
+	// The same offer again changes nothing; another one is counted, and
+	// the first stays.
+	_, err = b.Step(answer[0], nil)
+	require.NoError(t, err)
+	assert.Zero(t, b.Counters().Conflicts, "the same offer twice is no conflict")
+	other := slices.Clone(b.offered)
+	other[0]++
+	b.takeResult(other, false)
+	assert.Equal(t, 1, b.Counters().Conflicts)
+	again, _, ok := b.Offered(nil, nil)
+	require.True(t, ok)
+	assert.Equal(t, est, again, "the first offer stays")
 }
 
 // TestRefusedAfterTheFirstPassStillEnds: an acceptance made before the
