@@ -637,7 +637,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		}
 		mergeMax(o.ext, m.peer.ext)
 	}
-	m.quiet(o)
+	m.quiet(o, true)
 	out, err := o.m.Step(msg, m.scratch[:0])
 	if id, ok := o.m.(idler); ok && o.idleShift > 0 && !id.Unanswered() {
 		o.idleShift = 0 // answered: idle steps at the normal pace again
@@ -988,7 +988,7 @@ func (m *Machine) tickOp(now time.Duration) {
 	// with 100,000 components under load they are still about half of all
 	// messages; issue 13.)
 	if now-o.idleFrom() >= m.idleWait(o, idle) && (o.cert == nil || now-o.lastHeard < m.r.Suspect) {
-		quiet := m.quiet(o)
+		quiet := m.quiet(o, false)
 		if id, ok := o.m.(idler); ok {
 			if quiet {
 				o.idleAt = now
@@ -1120,21 +1120,51 @@ type idler interface {
 // it, the exchanges went on at full speed while the root handled its
 // commit's N replies: at 4,096 simulated members, 37 % of all messages
 // were sent in that wait, and the share grew with N.
+//
+// Hush is Quiet without paying the ended pushes back (see
+// pushflow.Machine.Hush): a member that has calmed down is hushed (see
+// quiet).
 type quieter interface {
 	Quiet(on bool)
+	Hush(on bool)
 }
 
-// quiet makes o's machine quiet while o's certificate is complete, and
+// quiet makes o's machine quiet for the step (calm true) or the idle step
+// (calm false) about to be taken while o's certificate is complete, and
 // while this member is behind on its messages (see Backlog), and reports
 // whether it is.
-func (m *Machine) quiet(o *op) bool {
+//
+// For its steps, not its idle steps, a member that has calmed down is
+// hushed (see pushflow.Machine.Hush): it is stable, its last idle step
+// was already a calm one (see idleWait), and its certificate has not
+// changed since. It answers the pushes it receives and
+// pushes none on, while its idle pushes go on at the calm pace, so that
+// its neighbours still hear from it. A group waits so for its certificate
+// to complete, usually for a silent member to be declared dead, up to
+// four times Suspect in a first operation, and the pushes made since the
+// operation began circulated all that time: at 65,536 simulated members
+// with 1 % crashes, 15 of them never heard from, 1.8 to 4.4 million
+// messages every 100 ms from 1.4 s (the other crashes declared at 1 s) to
+// 4 s, 67 of the run's 143 million. Any change of the certificate (an
+// exclusion, a new generation, a member newly stable) ends the calm of
+// every member it reaches, and with it the hush. Hushed rather than quiet,
+// the member owes no push for those it ends: with the debt, every member
+// put one back into circulation as its calm ended, and at 4,096 members
+// with 1 % crashes (11 of them never heard from) the first exclusions set
+// off 8.2 million messages where 1.4 million had been enough.
+func (m *Machine) quiet(o *op, calm bool) bool {
 	q, ok := o.m.(quieter)
 	if !ok || o.cert == nil {
 		return false
 	}
-	on := o.cert.complete() || m.behind()
-	q.Quiet(on)
-	return on
+	c := o.cert
+	if c.complete() || m.behind() {
+		q.Quiet(true)
+		return true
+	}
+	hush := calm && o.calm > 0 && c.ver == o.calmVer && c.stable.has(c.self)
+	q.Hush(hush)
+	return hush
 }
 
 // behind reports whether more messages wait to be stepped than this

@@ -122,8 +122,8 @@ type Machine struct {
 	// push askSeq (0: none). See Unanswered.
 	askN   int
 	askSeq uint32
-	// quiet: see Quiet.
-	quiet bool
+	// quiet and hushed: see Quiet and Hush.
+	quiet, hushed bool
 }
 
 // tagRepair marks PFCC's repair requests and replies (thesis Algorithm 6,
@@ -370,7 +370,9 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 		// push is owed, paid when the node pushes again, so that the group
 		// regains its circulation if it has to agree once more.
 		out = m.sendRepair(n, out)
-		m.owed = max(m.owed, 1)
+		if !m.hushed {
+			m.owed = max(m.owed, 1)
+		}
 	}
 	m.settle()
 	return out, nil
@@ -386,7 +388,17 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 // the commit is under way), so that the group stops exchanging at full speed
 // while it waits. Quiet changes which messages are sent, never the mass
 // they carry: every flow stays conserved.
-func (m *Machine) Quiet(on bool) { m.quiet = on }
+func (m *Machine) Quiet(on bool) { m.quiet, m.hushed = on, false }
+
+// Hush turns hushed mode on or off: quiet (see Quiet), except that the
+// pushes it ends are not owed, so the circulation they made ends for
+// good. Once it is no longer hushed the node pushes again, at its next
+// idle step or on the next push it receives, one push each time. A runtime hushes a node
+// while its estimate has settled and the group waits for something other
+// than agreement (the live runtime: a member that is stable in a
+// certificate that has not changed for a while), where paying the pushes
+// back would put as many in circulation again the moment the wait ends.
+func (m *Machine) Hush(on bool) { m.quiet, m.hushed = on, on }
 
 func (m *Machine) check(msg gossip.Message) (int, error) {
 	switch {

@@ -17,20 +17,10 @@ import (
 // and once it is not quiet any more it pushes again, paying back the push
 // it swallowed.
 func TestQuietAnswersTheSenderAndPushesNoMore(t *testing.T) {
-	overlay := gossiptest.Complete(3)
-	newPFCC := func(id gossip.NodeID, v float64) *Machine {
-		m, err := NewChecked(gossip.Config{ID: id, Overlay: overlay, Value: []float64{v}, Rand: rand.NewPCG(uint64(id), 1), Resend: 16}, Cooperative, 1e-11)
-		require.NoError(t, err)
-		return m
-	}
+	newPFCC := func(id gossip.NodeID, v float64) *Machine { return quietNode(t, id, v) }
 	a, b := newPFCC(0, 1), newPFCC(1, 5)
 
-	var push gossip.Message
-	for push.To != b.ID() { // a's push that goes to b
-		out := a.Tick(nil)
-		require.Len(t, out, 1)
-		push = out[0]
-	}
+	push := pushTo(t, a, b.ID())
 	b.Quiet(true)
 	out, err := b.Step(push, nil)
 	require.NoError(t, err)
@@ -52,4 +42,60 @@ func TestQuietAnswersTheSenderAndPushesNoMore(t *testing.T) {
 	// Not quiet any more: the next push pays back the one swallowed.
 	b.Quiet(false)
 	assert.Len(t, b.Idle(nil), 2, "one push, and the one owed")
+}
+
+// TestHushedOwesNothing: hushed, a node answers as a quiet one does, but
+// the push it ends is not paid back when it pushes again, so that the
+// circulation it ended stays ended.
+func TestHushedOwesNothing(t *testing.T) {
+	newPFCC := func(id gossip.NodeID, v float64) *Machine { return quietNode(t, id, v) }
+	a, b := newPFCC(0, 1), newPFCC(1, 5)
+	push := pushTo(t, a, b.ID())
+	b.Hush(true)
+	out, err := b.Step(push, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 1, "one answer, no push on")
+	assert.Equal(t, a.ID(), out[0].To)
+	assert.NotZero(t, out[0].Tag&tagRepair)
+	back, err := a.Step(out[0], nil)
+	require.NoError(t, err)
+	assert.Empty(t, back, "the push has stopped circulating")
+	assert.Empty(t, b.Idle(nil), "hushed, an idle step with nothing in flight sends nothing")
+
+	b.Hush(false)
+	assert.Len(t, b.Idle(nil), 1, "one push, and none owed")
+
+	// Quiet after Hush owes again what it ends.
+	c := newPFCC(2, 3)
+	push = pushTo(t, a, c.ID())
+	c.Hush(true)
+	c.Quiet(true)
+	out, err = c.Step(push, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	c.Quiet(false)
+	assert.Len(t, c.Idle(nil), 2, "one push, and the one owed")
+}
+
+// quietNode is node id of PFCC on the complete overlay of three, with
+// value v.
+func quietNode(t *testing.T, id gossip.NodeID, v float64) *Machine {
+	t.Helper()
+	m, err := NewChecked(gossip.Config{ID: id, Overlay: gossiptest.Complete(3), Value: []float64{v}, Rand: rand.NewPCG(uint64(id), 1), Resend: 16}, Cooperative, 1e-11)
+	require.NoError(t, err)
+	return m
+}
+
+// pushTo ticks a until it pushes to node to, and returns that push.
+func pushTo(t *testing.T, a *Machine, to gossip.NodeID) gossip.Message {
+	t.Helper()
+	for range 1000 {
+		out := a.Tick(nil)
+		require.Len(t, out, 1)
+		if out[0].To == to {
+			return out[0]
+		}
+	}
+	require.FailNow(t, "no push to the node", "node %d", to)
+	return gossip.Message{}
 }
