@@ -1017,6 +1017,9 @@ func (m *Machine) tickOp(now time.Duration) {
 			}
 			o.calmVer = c.ver
 		}
+		if o.calmed() {
+			o.idleAt = now
+		}
 	}
 	if o.x != nil && o.cert != nil && now-o.xTickAt >= idle {
 		// Fallen back: the exchange still asks, now and then, for the
@@ -1055,7 +1058,25 @@ func (m *Machine) tickOp(now time.Duration) {
 // Idle has passed without a send; so does a flow member that is not
 // quiet, whose idle step sends nothing only while it holds its pushes
 // back for a repair, which it asks for again after a count of its steps.
-func (o *op) idleFrom() time.Duration { return max(o.lastSend, o.idleAt) }
+//
+// A calm member (see calmed) times its idle steps from the last one
+// alone: the answers it sends while hushed go to the members that pushed
+// to it, and timed from them its idle pushes, which are what its other
+// neighbours hear from it, came later and later.
+func (o *op) idleFrom() time.Duration {
+	if o.calmed() {
+		return o.idleAt
+	}
+	return max(o.lastSend, o.idleAt)
+}
+
+// calmed reports whether o's member has calmed down: it is stable, its
+// last idle step was already a calm one, and its certificate has not
+// changed since (see idleWait and quiet).
+func (o *op) calmed() bool {
+	c := o.cert
+	return o.calm > 0 && c != nil && c.ver == o.calmVer && c.stable.has(c.self)
+}
 
 // idleWait is how long a member that has sent nothing waits before its
 // idle step in operation o: Idle, doubled per ask left unanswered (see
@@ -1162,7 +1183,7 @@ func (m *Machine) quiet(o *op, calm bool) bool {
 		q.Quiet(true)
 		return true
 	}
-	hush := calm && o.calm > 0 && c.ver == o.calmVer && c.stable.has(c.self)
+	hush := calm && o.calmed()
 	q.Hush(hush)
 	return hush
 }

@@ -32,12 +32,12 @@ func TestSettledMembersIdleSlowly(t *testing.T) {
 // to the dead member's edges ended. Calm members are now hushed (member's
 // quiet): they answer a push and push none on. 256 members of a hypercube,
 // one crashed before it sent anything, seeds 1 to 3: 844 to 871 messages a
-// member before, 746 to 767 hushed (a 65,536-member group loses far more
+// member before, 762 to 792 hushed (a 65,536-member group loses far more
 // to the circulation: see docs/live.md). The bound lies between.
 func TestCalmMembersEndTheCirculation(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		perMember := withOneCrash(t, 256, seed, 0) // before it sends anything
-		assert.Less(t, perMember, 805.0, "seed %d: messages a member", seed)
+		assert.Less(t, perMember, 820.0, "seed %d: messages a member", seed)
 	}
 }
 
