@@ -1095,7 +1095,7 @@ func (o *op) calmed() bool {
 // leaves the stable set.
 func (m *Machine) idleWait(o *op, idle time.Duration) time.Duration {
 	w := idle << o.idleShift
-	if c := o.cert; o.calm > 0 && c != nil && c.ver == o.calmVer && c.stable.has(c.self) {
+	if o.calmed() {
 		w = max(w, min(idle<<o.calm, m.calmCap(idle)))
 	}
 	return w
@@ -1158,9 +1158,9 @@ type quieter interface {
 // For its steps, not its idle steps, a member that has calmed down is
 // hushed (see pushflow.Machine.Hush): it is stable, its last idle step
 // was already a calm one (see idleWait), and its certificate has not
-// changed since. It answers the pushes it receives and
-// pushes none on, while its idle pushes go on at the calm pace, so that
-// its neighbours still hear from it. A group waits so for its certificate
+// changed since. It answers the pushes it receives and pushes none on,
+// while its idle pushes go on at the calm pace, so that its neighbours
+// still hear from it. A group waits so for its certificate
 // to complete, usually for a silent member to be declared dead, up to
 // four times Suspect in a first operation, and the pushes made since the
 // operation began circulated all that time: at 65,536 simulated members

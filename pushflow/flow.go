@@ -393,11 +393,12 @@ func (m *Machine) Quiet(on bool) { m.quiet, m.hushed = on, false }
 // Hush turns hushed mode on or off: quiet (see Quiet), except that the
 // pushes it ends are not owed, so the circulation they made ends for
 // good. Once it is no longer hushed the node pushes again, at its next
-// idle step or on the next push it receives, one push each time. A runtime hushes a node
-// while its estimate has settled and the group waits for something other
-// than agreement (the live runtime: a member that is stable in a
-// certificate that has not changed for a while), where paying the pushes
-// back would put as many in circulation again the moment the wait ends.
+// idle step or on the next push it receives, one push each time. A
+// runtime hushes a node while its estimate has settled and the group
+// waits for something other than agreement (the live runtime: a member
+// that is stable in a certificate that has not changed for a while),
+// where paying the pushes back would put as many in circulation again the
+// moment the wait ends.
 func (m *Machine) Hush(on bool) { m.quiet, m.hushed = on, on }
 
 func (m *Machine) check(msg gossip.Message) (int, error) {
