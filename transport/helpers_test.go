@@ -33,6 +33,18 @@ func recv(t testing.TB, ep transport.Endpoint) gossip.Message {
 	}
 }
 
+// recvSkipping returns the first message at ep whose tag is not below tag,
+// dropping the ones below it: late copies of what an earlier
+// deliverEventually resent.
+func recvSkipping(t testing.TB, ep transport.Endpoint, tag uint64) gossip.Message {
+	t.Helper()
+	for {
+		if m := recv(t, ep); m.Tag >= tag {
+			return m
+		}
+	}
+}
+
 // requireEmpty checks that no message is waiting at ep.
 func requireEmpty(t testing.TB, ep transport.Endpoint) {
 	t.Helper()
