@@ -860,6 +860,14 @@ func (m *Machine) NextTick(now time.Duration) (at time.Duration, ok bool) {
 func (m *Machine) opDue() time.Duration {
 	o := m.cur
 	due := time.Duration(math.MaxInt64)
+	// An isolated member (see tickOp) declares nobody dead and takes no
+	// idle step until it hears from a neighbour again, and that comes as
+	// a Step, after which the driver asks NextTick anew: a declaration or
+	// an idle step that would fall after isolation begins is not due.
+	// Counted as due, it lay in the past, and an isolated member (cut off
+	// by a partition, or its every neighbour crashed) was ticked every
+	// Tick for nothing until it heard from someone.
+	isolated := o.lastHeard + m.r.Suspect/2 // the last moment it is not
 	if o.cert != nil {
 		for k := range m.nbrs {
 			nb := &o.nbr[k]
@@ -867,14 +875,19 @@ func (m *Machine) opDue() time.Duration {
 				continue
 			}
 			limit := m.limit(nb)
-			due = min(due, nb.heard+limit+1, max(nb.heard+limit/4, nb.pinged+m.r.Suspect/16)+1)
+			if d := nb.heard + limit + 1; d <= isolated {
+				due = min(due, d)
+			}
+			due = min(due, max(nb.heard+limit/4, nb.pinged+m.r.Suspect/16)+1)
 		}
 	}
 	idle := m.r.Idle
 	if o.req.Idle > 0 {
 		idle = o.req.Idle
 	}
-	due = min(due, o.idleFrom()+m.idleWait(o, idle))
+	if d := o.idleFrom() + m.idleWait(o, idle); o.cert == nil || d < o.lastHeard+m.r.Suspect {
+		due = min(due, d)
+	}
 	if o.x != nil && o.cert != nil {
 		due = min(due, o.xTickAt+idle)
 	}

@@ -152,3 +152,55 @@ func TestEveryoneLeftEndsTheOperation(t *testing.T) {
 	require.ErrorIs(t, out.Err, member.ErrNotConverged)
 	assert.Contains(t, out.Err.Error(), "every other member has left the group")
 }
+
+// TestIsolatedMemberIsNotTickedForNothing: a member cut off from every
+// neighbour (a partition, or its neighbours all crashed) declares nobody
+// dead and takes no idle step until it hears from one again, so NextTick
+// names only its probes, one every Suspect/16 per silent neighbour, not
+// every Tick. Before, the declarations and idle steps it was not going to
+// take counted as due, in the past, and the simulator ticked such a member
+// every millisecond for as long as it stayed cut off: here about 400 ticks
+// from Suspect to 5·Suspect where about 64 are needed. Once a neighbour is
+// heard again the silence of isolation is forgiven, and nobody is dead.
+func TestIsolatedMemberIsNotTickedForNothing(t *testing.T) {
+	const suspect = 100 * time.Millisecond // newMember's
+	a := newMember(t, 0, 4, false)
+	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+	ping := func(from int) gossip.Message { // any message counts as hearing from its sender
+		return gossip.Message{From: gossip.NodeID(from), To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 1}
+	}
+	for j := 1; j < 4; j++ {
+		a.Step(time.Millisecond, ping(j))
+	}
+	a.Outbox()
+	now, ticks, probes := time.Millisecond, 0, 0
+	for now < 5*suspect {
+		at, ok := a.NextTick(now)
+		require.True(t, ok, "an active member")
+		now = max(at, now+time.Millisecond) // the driver's tick is 1 ms
+		a.Tick(now)
+		if now > suspect+time.Millisecond {
+			ticks++
+			for _, msg := range a.Outbox() {
+				if msg.Kind == gossip.KindControl {
+					probes++
+				}
+			}
+		} else {
+			a.Outbox()
+		}
+	}
+	t.Logf("%d ticks and %d probes from Suspect to 5·Suspect", ticks, probes)
+	assert.Positive(t, probes, "an isolated member keeps probing")
+	assert.LessOrEqual(t, ticks, 80, "ticked for nothing")
+	assert.Zero(t, a.Stats().Excluded, "declared a neighbour dead while isolated")
+	a.Step(now+time.Millisecond, ping(2))
+	assert.Equal(t, 1, a.Stats().Isolations)
+	for end := now + suspect/2; now < end; {
+		at, _ := a.NextTick(now)
+		now = max(at, now+time.Millisecond)
+		a.Tick(now)
+	}
+	assert.Zero(t, a.Stats().Excluded, "the silence of the isolation was held against a neighbour")
+	assert.True(t, a.Active())
+}
