@@ -459,6 +459,21 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 		o.inj.InjectState(m.point(now, o), gm)
 	}
 	m.emit(now, gm.Tick(m.scratch[:0]))
+	if o.cert != nil && m.ops == 1 {
+		// Tell every neighbour that this member has started. A neighbour
+		// never heard from gets four times Suspect in a first operation
+		// (see limit), for it may not have started yet; one that crashed
+		// just after it started is told apart by this. Without it a
+		// member heard only by the neighbour its first push went to was
+		// as good as never heard once that neighbour crashed too: at
+		// 65,536 simulated members with 1 % crashes one such member (its
+		// push went out at 0, it crashed at 43 µs, the neighbour at 8.5
+		// ms) held the whole group for 3 s more, and cost it a third
+		// convergence. One message an edge, in a member's first operation.
+		for _, j := range m.nbrs {
+			m.control(o, j, tagPong, nil)
+		}
+	}
 	if o.x != nil && m.absent.count() > 0 {
 		// The exchange needs every member's input, and this member knows
 		// of members that are away (the last result left them out): it
@@ -734,7 +749,8 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 			m.control(o, msg.From, tagPong, nil)
 		}
 	case tagPong:
-		// Proof of life; heard was updated above.
+		// Proof of life, answered or (at the start of a member's first
+		// operation, see Begin) not; heard was updated above.
 	case tagPrepare, tagPromise, tagPropose, tagAccepted, tagNack:
 		switch {
 		case o.done:
