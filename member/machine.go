@@ -1193,14 +1193,14 @@ type quieter interface {
 // to complete, usually for a silent member to be declared dead, up to
 // four times Suspect in a first operation, and the pushes made since the
 // operation began circulated all that time: at 65,536 simulated members
-// with 1 % crashes, 15 of them never heard from, 1.8 to 4.4 million
+// with 1 % crashes, one of them never heard from, 1.8 to 4.4 million
 // messages every 100 ms from 1.4 s (the other crashes declared at 1 s) to
 // 4 s, 67 of the run's 143 million. Any change of the certificate (an
 // exclusion, a new generation, a member newly stable) ends the calm of
 // every member it reaches, and with it the hush. Hushed rather than quiet,
 // the member owes no push for those it ends: with the debt, every member
 // put one back into circulation as its calm ended, and at 4,096 members
-// with 1 % crashes (11 of them never heard from) the first exclusions set
+// with 1 % crashes (one of them never heard from) the first exclusions set
 // off 8.2 million messages where 1.4 million had been enough.
 func (m *Machine) quiet(o *op, calm bool) bool {
 	q, ok := o.m.(quieter)
