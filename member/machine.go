@@ -208,6 +208,12 @@ type Machine struct {
 	foreign  bitset          // members found running another configuration (nil until the first; see Foreign)
 	why      map[gossip.NodeID]string
 	future   []gossip.Message
+	// early notes the neighbours whose pong for operation epoch came in
+	// before it began (see notePong); nil while none did.
+	early struct {
+		epoch uint64
+		from  []bool // by position in nbrs
+	}
 	est      []float64
 	peer     peerCert
 	out      []gossip.Message
@@ -401,6 +407,22 @@ func (m *Machine) send(msg gossip.Message) {
 	m.stats.Sent++
 }
 
+// notePong notes a pong of an operation not begun yet: proof of life and
+// nothing more, so Begin counts its sender as heard from (see limit). It
+// is not kept with the other early messages: on a complete overlay every
+// member's start pong would take a place there, and beyond MaxFuture
+// members they would crowd out the pushes that must be kept.
+func (m *Machine) notePong(msg gossip.Message) {
+	k, ok := m.nbrIndex(msg.From)
+	if !ok {
+		return
+	}
+	if m.early.from == nil || m.early.epoch != msg.Epoch {
+		m.early.epoch, m.early.from = msg.Epoch, make([]bool, len(m.nbrs))
+	}
+	m.early.from[k] = true
+}
+
 // Begin starts an operation; its outcome comes from TakeOutcome. An epoch
 // not after the last one ends at once with an error wrapping
 // gossip.ErrInvalidConfig. Begin fails, changing nothing, while another
@@ -458,6 +480,12 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 		o.injRand = rand.New(rand.NewPCG(r.Seed^0x1ec7, epoch<<32|uint64(r.ID)))
 		o.inj.InjectState(m.point(now, o), gm)
 	}
+	if m.early.epoch == epoch {
+		for k, heard := range m.early.from {
+			o.nbr[k].ever = o.nbr[k].ever || heard
+		}
+	}
+	m.early.from = nil
 	m.emit(now, gm.Tick(m.scratch[:0]))
 	if o.cert != nil && m.ops == 1 {
 		// Tell every neighbour that this member has started. A neighbour
@@ -469,9 +497,13 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 		// 65,536 simulated members with 1 % crashes one such member (its
 		// push went out at 0, it crashed at 43 µs, the neighbour at 8.5
 		// ms) held the whole group for 3 s more, and cost it a third
-		// convergence. One message an edge, in a member's first operation.
-		for _, j := range m.nbrs {
-			m.control(o, j, tagPong, nil)
+		// convergence. One message a neighbour (not to those known to be
+		// away), in the first operation of each Machine: again after a
+		// restart, and in each view of an elastic group.
+		for k, j := range m.nbrs {
+			if o.nbr[k].watch {
+				m.control(o, j, tagPong, nil)
+			}
 		}
 	}
 	if o.x != nil && m.absent.count() > 0 {
@@ -568,6 +600,10 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 			m.send(gossip.Message{From: m.r.ID, To: msg.From, Kind: gossip.KindControl, Epoch: msg.Epoch, Tag: tagPong})
 			return
 		}
+		if msg.Kind == gossip.KindControl && msg.Tag == tagPong {
+			m.notePong(msg)
+			return
+		}
 		if len(m.future) >= MaxFuture {
 			m.stats.Overflow++
 			return
@@ -587,6 +623,13 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 	if o == nil {
 		return // long finished; its result went out then
 	}
+	if k, ok := m.nbrIndex(msg.From); ok && k < len(o.nbr) && !o.done {
+		// Heard from in this operation, watched or not: a finite
+		// algorithm's partners are not watched until it falls back, and
+		// at the fallback a partner that took part and then crashed is no
+		// neighbour that may not have started (see limit).
+		o.nbr[k].ever = true
+	}
 	if nb := m.watched(o, msg.From); nb != nil && !o.done {
 		if gap := now - o.lastHeard; o.cert != nil && gap > m.r.Suspect/2 {
 			// Back from isolation (see tickOp): the others were as
@@ -599,7 +642,6 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		}
 		nb.heard = now
 		o.lastHeard = now
-		nb.ever = true
 	}
 	if msg.Kind == gossip.KindControl {
 		m.onControl(now, o, msg)
@@ -750,7 +792,8 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 		}
 	case tagPong:
 		// Proof of life, answered or (at the start of a member's first
-		// operation, see Begin) not; heard was updated above.
+		// operation, see Begin) not; heard was updated above. (One for an
+		// operation not begun yet is noted by notePong.)
 	case tagPrepare, tagPromise, tagPropose, tagAccepted, tagNack:
 		switch {
 		case o.done:

@@ -204,3 +204,36 @@ func TestIsolatedMemberIsNotTickedForNothing(t *testing.T) {
 	assert.Zero(t, a.Stats().Excluded, "the silence of the isolation was held against a neighbour")
 	assert.True(t, a.Active())
 }
+
+// TestEarlyPongCountsAsHeard: a neighbour's start pong that arrives before
+// this member begins the operation is not kept with the early messages
+// (on a complete overlay of thousands those pongs would crowd out pushes)
+// but noted, so the neighbour counts as heard from: if it then falls
+// silent it is declared dead after Suspect, not after the 4 × Suspect a
+// neighbour that may not have started yet gets.
+func TestEarlyPongCountsAsHeard(t *testing.T) {
+	const suspect = 100 * time.Millisecond // newMember's
+	a := newMember(t, 0, 4, false)
+	pong := gossip.Message{From: 1, To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 2}
+	a.Step(0, pong)
+	assert.Zero(t, a.Stats().Buffered, "a pong is noted, not buffered")
+	require.NoError(t, a.Begin(time.Millisecond, member.Op{Epoch: 1, Values: []float64{1}}))
+	now, declared, alive := time.Millisecond, time.Duration(0), time.Duration(0)
+	for now < 5*suspect && declared == 0 {
+		at, _ := a.NextTick(now)
+		now = min(max(at, now+time.Millisecond), alive+10*time.Millisecond)
+		if now-alive >= 10*time.Millisecond { // members 2 and 3 are alive
+			alive = now
+			for j := 2; j < 4; j++ {
+				a.Step(now, gossip.Message{From: gossip.NodeID(j), To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 1})
+			}
+		}
+		a.Tick(now)
+		a.Outbox()
+		if a.Stats().Excluded > 0 {
+			declared = now
+		}
+	}
+	require.NotZero(t, declared, "member 1 never declared dead")
+	assert.Less(t, declared, 2*suspect, "declared after %v: as a neighbour never heard from", declared)
+}
