@@ -628,20 +628,21 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		// algorithm's partners are not watched until it falls back, and
 		// at the fallback a partner that took part and then crashed is no
 		// neighbour that may not have started (see limit).
-		o.nbr[k].ever = true
-	}
-	if nb := m.watched(o, msg.From); nb != nil && !o.done {
-		if gap := now - o.lastHeard; o.cert != nil && gap > m.r.Suspect/2 {
-			// Back from isolation (see tickOp): the others were as
-			// silent as this one because the network was gone. Keep
-			// their silence before it, not the gap, or the first
-			// neighbour heard again would have every other declared dead
-			// before it could speak.
-			m.forgive(now, gap)
-			m.stats.Isolations++
+		nb := &o.nbr[k]
+		nb.ever = true
+		if nb.watch {
+			if gap := now - o.lastHeard; o.cert != nil && gap > m.r.Suspect/2 {
+				// Back from isolation (see tickOp): the others were as
+				// silent as this one because the network was gone. Keep
+				// their silence before it, not the gap, or the first
+				// neighbour heard again would have every other declared
+				// dead before it could speak.
+				m.forgive(now, gap)
+				m.stats.Isolations++
+			}
+			nb.heard = now
+			o.lastHeard = now
 		}
-		nb.heard = now
-		o.lastHeard = now
 	}
 	if msg.Kind == gossip.KindControl {
 		m.onControl(now, o, msg)

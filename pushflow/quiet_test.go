@@ -17,8 +17,7 @@ import (
 // and once it is not quiet any more it pushes again, paying back the push
 // it swallowed.
 func TestQuietAnswersTheSenderAndPushesNoMore(t *testing.T) {
-	newPFCC := func(id gossip.NodeID, v float64) *Machine { return quietNode(t, id, v) }
-	a, b := newPFCC(0, 1), newPFCC(1, 5)
+	a, b := quietNode(t, 0, 1), quietNode(t, 1, 5)
 
 	push := pushTo(t, a, b.ID())
 	b.Quiet(true)
@@ -48,8 +47,7 @@ func TestQuietAnswersTheSenderAndPushesNoMore(t *testing.T) {
 // the push it ends is not paid back when it pushes again, so that the
 // circulation it ended stays ended.
 func TestHushedOwesNothing(t *testing.T) {
-	newPFCC := func(id gossip.NodeID, v float64) *Machine { return quietNode(t, id, v) }
-	a, b := newPFCC(0, 1), newPFCC(1, 5)
+	a, b := quietNode(t, 0, 1), quietNode(t, 1, 5)
 	push := pushTo(t, a, b.ID())
 	b.Hush(true)
 	out, err := b.Step(push, nil)
@@ -66,7 +64,7 @@ func TestHushedOwesNothing(t *testing.T) {
 	assert.Len(t, b.Idle(nil), 1, "one push, and none owed")
 
 	// Quiet after Hush owes again what it ends.
-	c := newPFCC(2, 3)
+	c := quietNode(t, 2, 3)
 	push = pushTo(t, a, c.ID())
 	c.Hush(true)
 	c.Quiet(true)
