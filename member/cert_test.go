@@ -77,24 +77,43 @@ func TestCertificateWireRoundTrip(t *testing.T) {
 	recount(c)
 	est := []float64{1.5, math.Inf(-1), math.Copysign(0, -1)}
 	ext := []float64{-7, 3}
-	b := c.encode(nil, est, ext)
+	b, pl := wire(c, est, ext)
 	var p peerCert
-	require.NoError(t, decodeCert(b, 70, 3, 2, &p))
+	alg, err := decodeCert(b, pl, 70, 3, 2, &p)
+	require.NoError(t, err)
+	assert.Equal(t, []float64{7}, alg, "the algorithm's words")
 	assert.Equal(t, ext, p.ext)
 	assert.Equal(t, uint64(300), p.gen)
+	assert.Equal(t, c.ver, p.ver)
 	assert.Equal(t, c.stable, p.stable.bitset(70, nil))
 	assert.Equal(t, c.dead, p.dead.bitset(70, nil))
 	for i := range est {
 		assert.Equal(t, math.Float64bits(est[i]), math.Float64bits(p.est[i]))
 	}
 
-	assert.ErrorIs(t, decodeCert(b, 71, 3, 2, &p), gossip.ErrForeignMessage, "another group size")
-	assert.ErrorIs(t, decodeCert(b, 70, 2, 2, &p), gossip.ErrLength, "another vector length")
-	assert.ErrorIs(t, decodeCert(b, 70, 3, 1, &p), gossip.ErrLength, "another number of extremes")
+	_, err = decodeCert(b, pl, 71, 3, 2, &p)
+	assert.ErrorIs(t, err, gossip.ErrForeignMessage, "another group size")
+	_, err = decodeCert(b, pl, 70, 2, 2, &p)
+	assert.ErrorIs(t, err, gossip.ErrLength, "another vector length")
+	_, err = decodeCert(b, pl, 70, 3, 1, &p)
+	assert.ErrorIs(t, err, gossip.ErrLength, "another number of extremes")
 	for cut := range len(b) {
-		assert.Error(t, decodeCert(b[:cut], 70, 3, 2, &p), "truncated at %d", cut)
+		_, err = decodeCert(b[:cut], pl, 70, 3, 2, &p)
+		assert.Error(t, err, "truncated at %d", cut)
 	}
-	assert.Error(t, decodeCert(append(b, 0), 70, 3, 2, &p), "trailing byte")
+	_, err = decodeCert(append(b, 0), pl, 70, 3, 2, &p)
+	assert.Error(t, err, "trailing byte")
+	_, err = decodeCert(b, pl[:4], 70, 3, 2, &p)
+	assert.Error(t, err, "a payload too short for the estimate")
+	alg, err = decodeCert(b, pl[1:], 70, 3, 2, &p)
+	require.NoError(t, err, "a payload of the estimate alone")
+	assert.Empty(t, alg)
+}
+
+// wire is what a message of c carries: its attachment, and a payload of
+// one word of the algorithm's (7), then est and ext.
+func wire(c *certificate, est, ext []float64) ([]byte, []float64) {
+	return c.attachment(len(est), len(ext)), appendEstimate([]float64{7}, est, ext)
 }
 
 func TestCertificateDecodeNeverPanics(t *testing.T) {
@@ -108,7 +127,8 @@ func TestCertificateDecodeNeverPanics(t *testing.T) {
 		if len(b) > 0 && r.IntN(2) == 0 {
 			b[0] = certVersion
 		}
-		_ = decodeCert(b, 1+r.IntN(100), r.IntN(4), r.IntN(3), &p)
+		pl := make([]float64, r.IntN(6))
+		_, _ = decodeCert(b, pl, 1+r.IntN(100), r.IntN(4), r.IntN(3), &p)
 	}
 }
 
@@ -229,7 +249,8 @@ func FuzzDecodeCert(f *testing.F) {
 			}
 		}
 		recount(c)
-		f.Add(c.encode(nil, []float64{1, 2}, nil), uint16(200))
+		b, _ := wire(c, []float64{1, 2}, nil)
+		f.Add(b, uint16(200))
 	}
 	// A receiver's own sets (see below), which decodeCertAgainst
 	// recognises without checking them.
@@ -238,11 +259,13 @@ func FuzzDecodeCert(f *testing.F) {
 		own.stable.set(j)
 	}
 	recount(own)
-	f.Add(own.encode(nil, []float64{1, 2}, nil), uint16(199))
+	b, _ := wire(own, []float64{1, 2}, nil)
+	f.Add(b, uint16(199))
 	f.Fuzz(func(t *testing.T, b []byte, n16 uint16) {
 		n := 1 + int(n16%1024)
 		var p peerCert
-		if decodeCert(b, n, 2, 0, &p) != nil {
+		pl := []float64{7, 1, 2}
+		if _, err := decodeCert(b, pl, n, 2, 0, &p); err != nil {
 			return
 		}
 		for _, s := range []bitset{p.stable.bitset(n, nil), p.dead.bitset(n, nil)} {
@@ -265,9 +288,10 @@ func FuzzDecodeCert(f *testing.F) {
 			o.stable.set(j)
 		}
 		recount(o)
-		o.encodeSets()
+		o.attachment(2, 0)
 		var q peerCert
-		require.NoError(t, decodeCertAgainst(b, n, 2, 0, o.own(), &q))
+		_, err := decodeCertAgainst(b, pl, n, 2, 0, o.own(), 0, &q)
+		require.NoError(t, err)
 		r := newCertificate(n, 0, 1, 1e-9)
 		r.stable, r.nStable, r.ver = slices.Clone(o.stable), o.nStable, o.ver
 		require.Equal(t, r.mergeWire(p.gen, p.stable, p.dead), o.mergeWire(q.gen, q.stable, q.dead))
@@ -332,8 +356,9 @@ func TestCertificateCachesAgreeWithAFreshLook(t *testing.T) {
 					}
 				}
 				recount(p)
-				b := p.encode(nil, []float64{1}, nil)
-				require.NoError(t, decodeCert(b, n, 1, 0, &reused))
+				b, pl := wire(p, []float64{1}, nil)
+				_, err := decodeCert(b, pl, n, 1, 0, &reused)
+				require.NoError(t, err)
 				rs, rd := reused.stable.bitset(n, nil), reused.dead.bitset(n, nil)
 				assert.Equal(t, ids(p.stable), ids(rs), "n %d step %d: stable set decoded", n, step)
 				assert.Equal(t, ids(p.dead), ids(rd), "n %d step %d: dead set decoded", n, step)
@@ -354,17 +379,21 @@ func TestCertificateCachesAgreeWithAFreshLook(t *testing.T) {
 			require.Equal(t, c.stable.count(), c.nStable, "n %d step %d: stable members counted", n, step)
 			require.Equal(t, c.dead.count(), c.nDead, "n %d step %d: dead members counted", n, step)
 			want := []byte{certVersion}
+			want = binary.AppendUvarint(want, c.ver)
+			want = binary.AppendUvarint(want, 1)
+			want = binary.AppendUvarint(want, 0)
 			want = binary.AppendUvarint(want, c.gen)
 			want = binary.AppendUvarint(want, uint64(n))
 			want = c.stable.appendSet(want, n)
 			want = c.dead.appendSet(want, n)
-			got := c.encode(nil, nil, nil)
-			require.Equal(t, want, got[:len(want)], "n %d step %d: encoded sets", n, step)
+			require.Equal(t, want, c.attachment(1, 0), "n %d step %d: encoded sets", n, step)
 		}
 	}
 }
 
-func TestAttachmentIsEncodeExactly(t *testing.T) {
+// An attachment is made once for a version of the sets and shared by the
+// messages sent until they change; one handed out is never written to.
+func TestAttachmentIsSharedUntilTheSetsChange(t *testing.T) {
 	for _, n := range []int{1, 70, 1000, 65536} {
 		c := newCertificate(n, 0, 1, 1e-9)
 		c.gen = 1 << 40
@@ -374,11 +403,21 @@ func TestAttachmentIsEncodeExactly(t *testing.T) {
 			}
 		}
 		recount(c)
-		for _, v := range [][2][]float64{{nil, nil}, {{1, 2}, nil}, {{1}, {5, 6, 7}}} {
-			a := c.attachment(v[0], v[1])
-			assert.Equal(t, c.encode(nil, v[0], v[1]), a, "n=%d", n)
-			assert.Equal(t, len(a), cap(a), "n=%d: one allocation of the exact size", n)
-		}
+		a := c.attachment(2, 1)
+		kept := slices.Clone(a)
+		assert.Equal(t, len(a), cap(a), "n=%d: one allocation of the exact size", n)
+		b := c.attachment(2, 1)
+		assert.Same(t, &a[0], &b[0], "n=%d: unchanged sets, the same attachment", n)
+		c.markDead(n - 1)
+		d := c.attachment(2, 1)
+		assert.NotEqual(t, a, d, "n=%d: a death, a new attachment", n)
+		assert.Equal(t, kept, a, "n=%d: the old one untouched", n)
+		e := c.attachment(3, 1)
+		assert.NotEqual(t, d, e, "n=%d: another estimate length, another header", n)
+		var p peerCert
+		_, err := decodeCert(e, make([]float64, 4), n, 3, 1, &p)
+		require.NoError(t, err, "n=%d", n)
+		assert.Equal(t, c.ver, p.ver)
 	}
 }
 
@@ -450,7 +489,7 @@ func TestOwnSetsAreRecognised(t *testing.T) {
 				c.unsettle()
 			}
 			if rng.IntN(4) > 0 {
-				c.encodeSets()
+				c.attachment(1, 0)
 			}
 			p := newCertificate(n, 0, 1, 1e-6)
 			p.gen, p.stable, p.dead = c.gen, slices.Clone(c.stable), slices.Clone(c.dead)
@@ -465,11 +504,13 @@ func TestOwnSetsAreRecognised(t *testing.T) {
 				p.stable.clear1(rng.IntN(n))
 			}
 			recount(p)
-			b := p.encode(nil, []float64{1}, nil)
+			b, pl := wire(p, []float64{1}, nil)
 
 			var fast, slow peerCert
-			require.NoError(t, decodeCertAgainst(b, n, 1, 0, c.own(), &fast))
-			require.NoError(t, decodeCert(b, n, 1, 0, &slow))
+			_, err := decodeCertAgainst(b, pl, n, 1, 0, c.own(), 0, &fast)
+			require.NoError(t, err)
+			_, err = decodeCert(b, pl, n, 1, 0, &slow)
+			require.NoError(t, err)
 			if fast.stable.same {
 				sameBoth++
 				require.True(t, fast.dead.same, "n %d step %d", n, step)
@@ -491,5 +532,74 @@ func TestOwnSetsAreRecognised(t *testing.T) {
 		}
 		assert.Greater(t, sameBoth, 200, "n %d: peers with the receiver's sets recognised", n)
 		assert.Greater(t, sameDead, 100, "n %d: peers with its dead set recognised", n)
+	}
+}
+
+// Sets of a ver no higher than one already merged from the same sender
+// are skipped (decodeCertAgainst's known), and that changes nothing: a
+// receiver that skips them and one that merges every message stay equal
+// while a sender's certificate changes in every way it can and its
+// messages arrive late, out of order and twice, and the receiver's own
+// certificate changes between them.
+func TestStaleSetsAreSkipped(t *testing.T) {
+	for _, n := range []int{3, 70, 300} {
+		rng := rand.New(rand.NewPCG(uint64(n), 9))
+		s := newCertificate(n, 1, 2, 1e-6)
+		skip, all := newCertificate(n, 0, 2, 1e-6), newCertificate(n, 0, 2, 1e-6)
+		var sent [][]byte // the sender's attachments, in the order sent
+		known, skipped := uint64(0), 0
+		for step := range 4000 {
+			// The sender changes.
+			switch rng.IntN(7) {
+			case 0, 1:
+				s.observe([]float64{1}, []float64{1}, nil, nil)
+			case 2:
+				s.unsettle()
+			case 3:
+				if rng.IntN(10) == 0 {
+					s.markDead(2 + rng.IntN(n-2))
+				}
+			case 4:
+				p := newCertificate(n, 2+rng.IntN(n-2), 1, 1e-6)
+				p.gen = s.gen + uint64(rng.IntN(2))
+				for range rng.IntN(n) {
+					p.stable.set(rng.IntN(n))
+				}
+				recount(p)
+				s.merge(p.gen, p.stable, p.dead)
+			}
+			sent = append(sent, s.attachment(1, 0))
+			// The receivers change alike.
+			switch rng.IntN(10) {
+			case 0:
+				skip.unsettle()
+				all.unsettle()
+			case 1:
+				skip.observe([]float64{1}, []float64{1}, nil, nil)
+				all.observe([]float64{1}, []float64{1}, nil, nil)
+			}
+			// One of the last few messages arrives.
+			b := sent[max(0, len(sent)-1-rng.IntN(8))]
+			var p, q peerCert
+			pl := []float64{7, 1}
+			_, err := decodeCertAgainst(b, pl, n, 1, 0, skip.own(), known, &p)
+			require.NoError(t, err)
+			_, err = decodeCert(b, pl, n, 1, 0, &q)
+			require.NoError(t, err)
+			if p.ver <= known {
+				skipped++
+				require.True(t, p.stable.same && p.dead.same, "n %d step %d", n, step)
+			}
+			require.Equal(t, all.mergeWire(q.gen, q.stable, q.dead), skip.mergeWire(p.gen, p.stable, p.dead), "n %d step %d: newly dead", n, step)
+			known = max(known, p.ver)
+			require.Equal(t, all.gen, skip.gen, "n %d step %d: generation", n, step)
+			require.Equal(t, all.stable, skip.stable, "n %d step %d: stable set", n, step)
+			require.Equal(t, all.dead, skip.dead, "n %d step %d: dead set", n, step)
+			require.Equal(t, all.nStable, skip.nStable, "n %d step %d", n, step)
+			if rng.IntN(2) == 0 {
+				skip.attachment(1, 0) // its own sets at hand, sometimes
+			}
+		}
+		assert.Greater(t, skipped, 1000, "n %d: stale sets skipped", n)
 	}
 }

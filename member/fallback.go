@@ -147,7 +147,7 @@ func (m *Machine) stepExchange(now time.Duration, o *op, msg gossip.Message) {
 	if o.inj != nil && o.cert == nil {
 		o.inj.InjectState(m.point(now, o), o.x)
 	}
-	m.emit(now, out)
+	m.emitFor(now, o, out, false)
 	m.noteExchange(now, o)
 	m.checkDone(now)
 }

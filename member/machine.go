@@ -182,6 +182,9 @@ type nbrState struct {
 	pinged time.Duration // when last probed
 	watch  bool          // watched by the failure detector: from certify until excluded
 	ever   bool          // heard from in this operation
+	// certVer is the highest ver of its certificate's sets merged (see
+	// the attachment's format): sets of a ver no higher hold nothing new.
+	certVer uint64
 }
 
 // Machine is one member of a group: the runtime protocol around the gossip
@@ -527,25 +530,35 @@ func (m *Machine) point(now time.Duration, o *op) gossip.InjectPoint {
 	return gossip.InjectPoint{Node: m.r.ID, Time: (now - o.start).Seconds(), Sent: o.sent, MaxSent: o.sent, Rand: o.injRand}
 }
 
-// emit queues machine output, with this member's certificate attached.
-func (m *Machine) emit(now time.Duration, out []gossip.Message) { m.emitFor(now, m.cur, out) }
+// emit queues the output of the current operation's gossip machine, with
+// this member's certificate if it has one.
+func (m *Machine) emit(now time.Duration, out []gossip.Message) {
+	m.emitFor(now, m.cur, out, m.cur.cert != nil)
+}
 
-// emitFor queues machine output of operation o, which may have finished.
-func (m *Machine) emitFor(now time.Duration, o *op, out []gossip.Message) {
+// emitFor queues machine output of operation o, which may have finished,
+// with o's certificate if certified: the output of o's gossip machine
+// once o has a certificate, never an exchange's (a member that fell back
+// still answers the exchange, whose messages carry no certificate).
+func (m *Machine) emitFor(now time.Duration, o *op, out []gossip.Message, certified bool) {
 	if len(out) == 0 {
 		return
 	}
 	var attach []byte
-	if o.cert != nil {
+	if certified {
 		m.est = o.m.Estimate(m.est[:0])
-		attach = o.cert.attachment(m.est, o.ext)
+		attach = o.cert.attachment(len(m.est), len(o.ext))
 	}
 	for i := range out {
 		msg := out[i]
 		if o.inj != nil {
 			o.inj.InjectMessage(m.point(now, o), &msg)
 		}
-		msg.Attach = attach
+		if certified {
+			// After the injector: a message's faults are the algorithm's.
+			msg.Payload = appendEstimate(msg.Payload, m.est, o.ext)
+			msg.Attach = attach
+		}
 		o.sent++
 		m.send(msg)
 	}
@@ -623,12 +636,13 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 	if o == nil {
 		return // long finished; its result went out then
 	}
+	var nb *nbrState // the sender's, if it is a neighbour
 	if k, ok := m.nbrIndex(msg.From); ok && k < len(o.nbr) && !o.done {
 		// Heard from in this operation, watched or not: a finite
 		// algorithm's partners are not watched until it falls back, and
 		// at the fallback a partner that took part and then crashed is no
 		// neighbour that may not have started (see limit).
-		nb := &o.nbr[k]
+		nb = &o.nbr[k]
 		nb.ever = true
 		if nb.watch {
 			if gap := now - o.lastHeard; o.cert != nil && gap > m.r.Suspect/2 {
@@ -674,7 +688,12 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 			m.tell(now, o, msg.From, tagExcluded, nil)
 			return
 		}
-		if err := decodeCertAgainst(msg.Attach, m.r.n, len(o.req.Values), len(o.ext), o.cert.own(), &m.peer); err != nil {
+		var known uint64 // the sender's sets merged so far, by their ver
+		if nb != nil {
+			known = nb.certVer
+		}
+		payload, err := decodeCertAgainst(msg.Attach, msg.Payload, m.r.n, len(o.req.Values), len(o.ext), o.cert.own(), known, &m.peer)
+		if err != nil {
 			if le := (*lengthError)(nil); errors.As(err, &le) {
 				m.mismatch(now, fmt.Errorf("%w: %s has vectors of %d components, this member %d", ErrGroupMismatch, m.sender(msg.From), le.theirs, le.ours))
 				return
@@ -686,8 +705,12 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 			m.reject("certificate", msg, err)
 			return
 		}
+		msg.Payload = payload
 		for _, j := range o.cert.mergeWire(m.peer.gen, m.peer.stable, m.peer.dead) {
 			m.excluded(gossip.NodeID(j))
+		}
+		if nb != nil {
+			nb.certVer = max(nb.certVer, m.peer.ver)
 		}
 		if o.cert.isDead(int(m.r.ID)) {
 			m.excludedSelf(now, o, msg.From)
@@ -1375,7 +1398,7 @@ func (m *Machine) answerFinished(now time.Duration, o *op, msg gossip.Message) {
 	if err != nil {
 		m.reject("machine", msg, err)
 	}
-	m.emitFor(now, o, out)
+	m.emitFor(now, o, out, false)
 }
 
 // tell sends a control message at most once per Suspect/8 to each member,

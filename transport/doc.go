@@ -43,8 +43,9 @@
 // # Fragments
 //
 // A message may carry up to [MaxPayload] words and [MaxAttach] bytes (a
-// vector of a million components and the runtime's certificate), far more
-// than a NATS server's max_payload (1 MiB by default). An encoded message
+// vector of a million components with the runtime's estimate of it, and
+// the runtime's certificate), far more than a NATS server's max_payload
+// (1 MiB by default). An encoded message
 // longer than the frame limit (for NATS the limit the server announced to
 // the connection, read at every send; for Memory [MemoryOptions.MaxFrame])
 // travels as several NATS messages, its fragments, each with a CRC-32C;

@@ -148,16 +148,19 @@ const (
 	WireVersion = 2
 
 	// MaxPayload is the largest payload, in float64 words, a message may
-	// carry: room for a vector of a million components and what the
-	// runtime adds to it. Decode rejects longer payloads, and any length
-	// the bytes present do not hold, before allocating anything. A message
-	// longer than the network's frame limit travels in fragments (see
+	// carry: room for a vector of a million components, what the runtime
+	// adds to it, and the certificate's estimate of it and of a million
+	// extremes (package member ends its gossip messages' payloads with
+	// them). Decode rejects longer payloads, and any length the bytes
+	// present do not hold, before allocating anything. A message longer
+	// than the network's frame limit travels in fragments (see
 	// "Fragments" in fragment.go and the package documentation).
-	MaxPayload = 1 << 21
+	MaxPayload = 1 << 22
 
 	// MaxAttach is the largest attachment, in bytes: room for the
-	// runtime's certificate, which carries an estimate of the vector.
-	MaxAttach = 1 << 24
+	// runtime's certificate, whose two sets of a group's members take at
+	// most a bit per member each (a group of 8 million members).
+	MaxAttach = 1 << 21
 
 	// MaxEncoded bounds the length of an encoded message, in bytes.
 	MaxEncoded = 128 + 8*MaxPayload + MaxAttach + MACSize

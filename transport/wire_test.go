@@ -339,7 +339,7 @@ func TestDecodeHostileLength(t *testing.T) {
 		require.ErrorIs(t, err, transport.ErrMalformed)
 	}
 	runtime.ReadMemStats(&after)
-	// One honoured allocation would be 8·MaxPayload = 512 KiB; the error
+	// One honoured allocation would be 8·MaxPayload bytes (32 MiB); the error
 	// values take a few hundred bytes per call.
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(calls*4096))
 }
