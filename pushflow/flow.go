@@ -116,8 +116,15 @@ type Machine struct {
 	pendLo, pendHi [][]float64
 	pendNaN        []bool
 	resent         []uint64 // per neighbour: steps at the last resend
-	asked          []uint64 // PFCC: per neighbour, steps at the last repair request
-	owed           int      // PFCC: pushes held back while waiting for a repair
+	// resendAt is a step count before which resendOld has nothing to
+	// send: no later than the earliest step at which a neighbour's oldest
+	// unacknowledged push is due again. Pushes are acknowledged within a
+	// few steps and Resend is dozens, so resendOld finds nothing on nearly
+	// every step, and its pass over the neighbours was 4 % of a large
+	// simulated group's time.
+	resendAt uint64
+	asked    []uint64 // PFCC: per neighbour, steps at the last repair request
+	owed     int      // PFCC: pushes held back while waiting for a repair
 	// The push the last idle step asked about: neighbour askN's pending
 	// push askSeq (0: none). See Unanswered.
 	askN   int
@@ -591,6 +598,9 @@ func (m *Machine) pushOnce(out []gossip.Message) []gossip.Message {
 	if m.tagged {
 		m.pendSeq[n] = append(m.pendSeq[n], m.sent[n]+1)
 		m.pendAt[n] = append(m.pendAt[n], m.steps)
+		if len(m.pendAt[n]) == 1 { // its oldest pending push: due sooner
+			m.resendAt = min(m.resendAt, max(m.steps, m.resent[n])+m.resend)
+		}
 		m.pendVal[n] = append(m.pendVal[n], e...)
 		if m.pendLo[n] == nil {
 			m.rebound(n)
@@ -605,20 +615,28 @@ func (m *Machine) pushOnce(out []gossip.Message) []gossip.Message {
 // whose oldest unacknowledged push is Resend steps old, at most once every
 // Resend steps per neighbour.
 func (m *Machine) resendOld(out []gossip.Message) []gossip.Message {
-	if m.resend == 0 || !m.tagged {
+	if m.resend == 0 || !m.tagged || m.steps < m.resendAt {
 		return out
 	}
+	next := uint64(math.MaxUint64)
 	for n := range m.nbr {
 		if m.gone[n] || len(m.pendAt[n]) == 0 {
 			continue
 		}
-		if m.steps-m.pendAt[n][0] >= m.resend && m.steps-m.resent[n] >= m.resend {
+		due := max(m.pendAt[n][0], m.resent[n]) + m.resend
+		if m.steps >= due {
 			m.resent[n] = m.steps
 			m.cnt.Resends++
 			out = m.send(n, out)
 			out[len(out)-1].Tag |= tagRepair | tagAsk
+			due = max(m.pendAt[n][0], m.steps) + m.resend
 		}
+		next = min(next, due)
 	}
+	// Until then a due step only comes later: acknowledgements, resends,
+	// exclusions and zeroing move a neighbour's due step later, and a
+	// push lowers resendAt when it is a neighbour's first pending one.
+	m.resendAt = next
 	return out
 }
 

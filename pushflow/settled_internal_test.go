@@ -155,3 +155,63 @@ func TestSettledMatchesNaive(t *testing.T) {
 	require.Positive(t, bounded, "neighbours answered from bounds")
 	require.Positive(t, scanned, "neighbours answered from their pushes")
 }
+
+// TestResendAtIsNeverLate drives machines with Resend set through random
+// deliveries, losses, idle steps and an exclusion, and checks after every
+// call that resendAt is no later than the first step at which the pass it
+// lets resendOld skip would resend: the skipped passes would have sent
+// nothing. It also checks that resends happen, so that a bound that never
+// lets one through cannot pass.
+func TestResendAtIsNeverLate(t *testing.T) {
+	const seed, resend = 13, 6
+	rng := rand.New(rand.NewPCG(seed, 3))
+	inputs := gossiptest.Inputs(6, 2, seed)
+	ms, err := gossiptest.Build(gossiptest.Complete(6), inputs, gossip.Average, seed, func(c gossip.Config) (gossip.Machine, error) {
+		c.Resend = resend
+		return NewChecked(c, Cooperative, 1e-11)
+	})
+	require.NoError(t, err)
+	var inflight []gossip.Message
+	for _, m := range ms {
+		inflight = m.Tick(inflight)
+	}
+	for step := range 20000 {
+		for len(inflight) == 0 {
+			inflight = ms[rng.IntN(len(ms))].Tick(inflight)
+		}
+		i := rng.IntN(len(inflight))
+		msg := inflight[i]
+		inflight[i] = inflight[len(inflight)-1]
+		inflight = inflight[:len(inflight)-1]
+		m := ms[msg.To].(*Machine)
+		switch r := rng.IntN(10); {
+		case r < 3: // lost; its sender steps on its own
+			m = ms[msg.From].(*Machine)
+			if r == 0 {
+				inflight = m.Tick(inflight)
+			} else {
+				inflight = m.Idle(inflight)
+			}
+		case step == 5000:
+			m.Exclude(gossip.NodeID((int(msg.To) + 1) % 6))
+			fallthrough
+		default:
+			inflight, _ = m.Step(msg, inflight)
+		}
+		for _, x := range ms {
+			x := x.(*Machine)
+			for n := range x.nbr {
+				if x.gone[n] || len(x.pendAt[n]) == 0 {
+					continue
+				}
+				due := max(x.pendAt[n][0], x.resent[n]) + resend
+				require.LessOrEqual(t, x.resendAt, due, "seed %d step %d: node %d, neighbour %d due at step %d", seed, step, x.id, n, due)
+			}
+		}
+	}
+	resends := 0
+	for _, m := range ms {
+		resends += m.(*Machine).cnt.Resends
+	}
+	require.Greater(t, resends, 100)
+}
