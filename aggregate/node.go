@@ -132,7 +132,8 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 
 // MaxComponents is the most components (values and extremes together) one
 // operation takes: 2^20, a little over a million. Its messages then carry
-// about 8 MiB of values and the certificate as much again; the transport
+// about 8 MiB of values and the certificate's estimate of them as much
+// again; the transport
 // splits what exceeds the NATS server's max_payload into fragments, and
 // reassembles at most [transport.Options.Reassembly] bytes per member.
 const MaxComponents = 1 << 20

@@ -326,11 +326,12 @@ func relDiff(a, b []float64) float64 {
 // made a new copy of the sets for each.
 //
 // ver grows with every change of the sender's generation, stable set or
-// dead set. Within an operation a sender's sets only gain members, except
-// that a newer generation replaces the stable set, and an older one is of
-// no use to a receiver that merged a newer: so sets of a ver no higher
-// than one already merged from the same sender hold nothing new, and the
-// receiver neither checks nor merges them (see decodeCertAgainst).
+// dead set, from 1. A certificate's sets only gain members, except that a
+// newer generation replaces the stable set, and an older one is of no use
+// to a receiver that merged a newer: so sets of a ver no higher than one
+// already merged from the same certificate hold nothing new, and the
+// receiver neither checks nor merges them unless their generation is
+// newer than its own (see decodeCertAgainst for a sender that restarted).
 //
 // A set of the n nodes is written in the shortest of three forms, named by
 // its first byte:
@@ -451,63 +452,70 @@ type wireSet struct {
 // whose estimates have k components and m extremes: its attachment b and
 // its payload p, whose last k+m words are the sender's estimate and
 // extremes. It returns the algorithm's part of the payload. It never
-// panics and allocates nothing.
+// panics, and allocates only for an error.
 func decodeCert(b []byte, p []float64, n, k, m int, into *peerCert) ([]float64, error) {
-	return decodeCertAgainst(b, p, n, k, m, ownSets{}, 0, into)
+	return decodeCertAgainst(b, p, n, k, m, receiver{}, into)
 }
 
-// decodeCertAgainst is decodeCert for a receiver whose own sets are own
-// (certificate.own) and which merged its sender's sets up to ver known (0:
-// none yet). Sets of a ver no higher than known hold nothing new (see the
-// attachment's format) and are neither checked nor decoded; nor are sets
-// byte for byte the receiver's, which most attachments carry once a group
-// has settled or agrees on who died: checking and merging a dead set of
-// hundreds of ids or a stable set of n bits on every message was most of
-// a large simulated group's time (at 65,536 members with 655 dead, half
-// of it). Both are only marked same. The encoding is canonical (one form
-// for a set, chosen by its size) and self-delimiting, so the bytes are
-// equal exactly when the sets are.
-func decodeCertAgainst(b []byte, p []float64, n, k, m int, own ownSets, known uint64, into *peerCert) ([]float64, error) {
+// receiver is what decodeCertAgainst knows of the member that receives:
+// its own sets in wire form (certificate.own), its generation, and the
+// highest ver of the sender's sets it has merged (0: none yet).
+type receiver struct {
+	own        ownSets
+	gen, known uint64
+}
+
+// decodeCertAgainst is decodeCert for a receiver rc. Sets of a ver no
+// higher than one already merged from the same sender hold nothing new
+// (see the attachment's format) and are neither checked nor decoded,
+// unless their generation is newer than the receiver's: a sender that
+// restarted within the operation counts its ver from 1 again, and a
+// newer generation is how it withdraws a stability its earlier self
+// claimed. Skipping anything else can only leave out stable or dead
+// members, which delays a certificate and never completes one. Nor are
+// sets byte for byte the receiver's own checked, which most attachments
+// carry once a group has settled or agrees on who died: checking and
+// merging a dead set of hundreds of ids or a stable set of n bits on
+// every message was most of a large simulated group's time (at 65,536
+// members with 655 dead, half of it). Both are only marked same. The
+// encoding is canonical (one form for a set, chosen by its size) and
+// self-delimiting, so the bytes are equal exactly when the sets are.
+func decodeCertAgainst(b []byte, p []float64, n, k, m int, rc receiver, into *peerCert) ([]float64, error) {
 	if len(b) < 1 || b[0] != certVersion {
 		return nil, fmt.Errorf("%w: version", errCert)
 	}
+	var head [5]uint64 // ver, k, m, gen, n
+	var sets []byte    // gen, n and the sets: what own holds of this member's
 	b = b[1:]
-	ver, b, ok := uvarint(b)
-	if !ok {
-		return nil, fmt.Errorf("%w: version of the sets", errCert)
+	for i := range head {
+		if i == 3 {
+			sets = b
+		}
+		var ok bool
+		if head[i], b, ok = uvarint(b); !ok {
+			return nil, fmt.Errorf("%w: header truncated", errCert)
+		}
 	}
-	gotK, b, ok := uvarint(b)
-	if !ok {
-		return nil, fmt.Errorf("%w: estimate length", errCert)
-	}
-	if gotK != uint64(k) {
-		return nil, fmt.Errorf("%w: %w", errCert, &lengthError{theirs: gotK, ours: k})
-	}
-	gotM, b, ok := uvarint(b)
-	if !ok {
-		return nil, fmt.Errorf("%w: extremes length", errCert)
-	}
-	if gotM != uint64(m) {
-		return nil, fmt.Errorf("%w: %w: %d extremes, this node has %d", errCert, gossip.ErrLength, gotM, m)
-	}
-	sets := b
-	gen, b, ok := uvarint(b)
-	if !ok {
-		return nil, fmt.Errorf("%w: generation", errCert)
-	}
-	gotN, b, ok := uvarint(b)
-	if !ok || gotN != uint64(n) {
+	ver, gotK, gotM, gen, gotN := head[0], head[1], head[2], head[3], head[4]
+	switch {
+	case gotN != uint64(n): // another group before another vector length
 		return nil, fmt.Errorf("%w: %w: group of %d, this node's has %d", errCert, gossip.ErrForeignMessage, gotN, n)
-	}
-	if len(p) < k+m {
+	case gotK != uint64(k):
+		return nil, fmt.Errorf("%w: %w", errCert, &lengthError{theirs: gotK, ours: k})
+	case gotM != uint64(m):
+		return nil, fmt.Errorf("%w: %w: %d extremes, this node has %d", errCert, gossip.ErrLength, gotM, m)
+	case ver == 0: // a certificate's ver starts at 1
+		return nil, fmt.Errorf("%w: version of the sets 0", errCert)
+	case len(p) < k+m:
 		return nil, fmt.Errorf("%w: payload of %d words, want at least %d for the estimate and extremes", errCert, len(p), k+m)
 	}
 	rest := len(p) - k - m
 	into.ver, into.gen = ver, gen
-	into.est, into.ext = p[rest:rest+k], p[rest+k:]
-	if ver <= known || (len(own.sets) > 0 && bytes.Equal(sets, own.sets)) {
+	into.est, into.ext = p[rest:rest+k:rest+k], p[rest+k:]
+	own := rc.own
+	if (ver <= rc.known && gen <= rc.gen) || (len(own.sets) > 0 && bytes.Equal(sets, own.sets)) {
 		into.stable, into.dead = wireSet{same: true}, wireSet{same: true}
-		return p[:rest], nil
+		return p[:rest:rest], nil
 	}
 	var err error
 	if into.stable, b, err = checkSet(b, n); err != nil {
@@ -522,7 +530,7 @@ func decodeCertAgainst(b []byte, p []float64, n, k, m int, own ownSets, known ui
 	if len(b) != 0 {
 		return nil, fmt.Errorf("%w: %d bytes after the sets", errCert, len(b))
 	}
-	return p[:rest], nil
+	return p[:rest:rest], nil
 }
 
 // uvarint reads a uvarint from the front of b and returns what follows.

@@ -95,6 +95,9 @@ func TestCertificateWireRoundTrip(t *testing.T) {
 	assert.ErrorIs(t, err, gossip.ErrForeignMessage, "another group size")
 	_, err = decodeCert(b, pl, 70, 2, 2, &p)
 	assert.ErrorIs(t, err, gossip.ErrLength, "another vector length")
+	_, err = decodeCert(b, pl, 71, 2, 2, &p)
+	assert.ErrorIs(t, err, gossip.ErrForeignMessage, "another group before another vector length")
+	assert.NotErrorIs(t, err, gossip.ErrLength)
 	_, err = decodeCert(b, pl, 70, 3, 1, &p)
 	assert.ErrorIs(t, err, gossip.ErrLength, "another number of extremes")
 	for cut := range len(b) {
@@ -290,7 +293,7 @@ func FuzzDecodeCert(f *testing.F) {
 		recount(o)
 		o.attachment(2, 0)
 		var q peerCert
-		_, err := decodeCertAgainst(b, pl, n, 2, 0, o.own(), 0, &q)
+		_, err := decodeCertAgainst(b, pl, n, 2, 0, receiver{own: o.own()}, &q)
 		require.NoError(t, err)
 		r := newCertificate(n, 0, 1, 1e-9)
 		r.stable, r.nStable, r.ver = slices.Clone(o.stable), o.nStable, o.ver
@@ -507,7 +510,7 @@ func TestOwnSetsAreRecognised(t *testing.T) {
 			b, pl := wire(p, []float64{1}, nil)
 
 			var fast, slow peerCert
-			_, err := decodeCertAgainst(b, pl, n, 1, 0, c.own(), 0, &fast)
+			_, err := decodeCertAgainst(b, pl, n, 1, 0, receiver{own: c.own()}, &fast)
 			require.NoError(t, err)
 			_, err = decodeCert(b, pl, n, 1, 0, &slow)
 			require.NoError(t, err)
@@ -582,7 +585,7 @@ func TestStaleSetsAreSkipped(t *testing.T) {
 			b := sent[max(0, len(sent)-1-rng.IntN(8))]
 			var p, q peerCert
 			pl := []float64{7, 1}
-			_, err := decodeCertAgainst(b, pl, n, 1, 0, skip.own(), known, &p)
+			_, err := decodeCertAgainst(b, pl, n, 1, 0, receiver{own: skip.own(), gen: skip.gen, known: known}, &p)
 			require.NoError(t, err)
 			_, err = decodeCert(b, pl, n, 1, 0, &q)
 			require.NoError(t, err)
@@ -602,4 +605,46 @@ func TestStaleSetsAreSkipped(t *testing.T) {
 		}
 		assert.Greater(t, skipped, 1000, "n %d: stale sets skipped", n)
 	}
+}
+
+// A sender that restarts within an operation counts its ver from 1 again.
+// Its sets are skipped while that ver is no higher than its earlier self's,
+// but not a newer generation: that is how it withdraws the stability its
+// earlier self claimed, and a receiver that skipped it took the group for
+// settled (found by review).
+func TestRestartedSenderStillWithdraws(t *testing.T) {
+	const n = 4
+	r := newCertificate(n, 0, 1, 1e-6)
+	before := newCertificate(n, 1, 1, 1e-6)
+	for j := 1; j < n; j++ {
+		before.stable.set(j)
+		recount(before) // ver climbs: 2, 3, 4
+	}
+	var p peerCert
+	b, pl := wire(before, []float64{1}, nil)
+	_, err := decodeCertAgainst(b, pl, n, 1, 0, receiver{gen: r.gen}, &p)
+	require.NoError(t, err)
+	r.mergeWire(p.gen, p.stable, p.dead)
+	known := p.ver
+	require.False(t, r.complete(), "the receiver is not stable yet")
+
+	// Restarted: it learns the old claim, itself included, and withdraws.
+	after := newCertificate(n, 1, 1, 1e-6)
+	after.merge(before.gen, before.stable, nil)
+	after.unsettle()
+	require.Equal(t, uint64(1), after.gen)
+	b, pl = wire(after, []float64{1}, nil)
+	_, err = decodeCertAgainst(b, pl, n, 1, 0, receiver{own: r.own(), gen: r.gen, known: known}, &p)
+	require.NoError(t, err)
+	require.LessOrEqual(t, p.ver, known, "the case at hand: a ver already seen")
+	require.False(t, p.stable.same, "a newer generation is merged")
+	r.mergeWire(p.gen, p.stable, p.dead)
+	r.observe([]float64{1}, []float64{1}, nil, nil)
+	assert.Equal(t, uint64(1), r.gen)
+	assert.False(t, r.complete(), "withdrawn: only the receiver is stable in generation 1")
+
+	// A ver of 0 is no certificate's: refused, not skipped unchecked.
+	zero := append([]byte{certVersion, 0}, b[2:]...)
+	_, err = decodeCertAgainst(zero, pl, n, 1, 0, receiver{known: 5}, &p)
+	assert.Error(t, err)
 }

@@ -307,8 +307,8 @@ func (m *Machine) Stats() Stats { return m.stats }
 
 // Outbox returns the messages to send, in order, and empties the outbox.
 // The messages belong to the caller, but their payloads and attachments
-// are read-only: messages of one call may share them (every message of a
-// step carries the same certificate, every proposal the same value).
+// are read-only: messages may share them (every message carries the same
+// certificate until its sets change, every proposal the same value).
 func (m *Machine) Outbox() []gossip.Message {
 	out := m.out
 	m.out = nil
@@ -688,11 +688,11 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 			m.tell(now, o, msg.From, tagExcluded, nil)
 			return
 		}
-		var known uint64 // the sender's sets merged so far, by their ver
+		rc := receiver{own: o.cert.own(), gen: o.cert.gen}
 		if nb != nil {
-			known = nb.certVer
+			rc.known = nb.certVer // the sender's sets merged so far
 		}
-		payload, err := decodeCertAgainst(msg.Attach, msg.Payload, m.r.n, len(o.req.Values), len(o.ext), o.cert.own(), known, &m.peer)
+		payload, err := decodeCertAgainst(msg.Attach, msg.Payload, m.r.n, len(o.req.Values), len(o.ext), rc, &m.peer)
 		if err != nil {
 			if le := (*lengthError)(nil); errors.As(err, &le) {
 				m.mismatch(now, fmt.Errorf("%w: %s has vectors of %d components, this member %d", ErrGroupMismatch, m.sender(msg.From), le.theirs, le.ours))

@@ -148,10 +148,10 @@ const (
 	WireVersion = 2
 
 	// MaxPayload is the largest payload, in float64 words, a message may
-	// carry: room for a vector of a million components, what the runtime
-	// adds to it, and the certificate's estimate of it and of a million
-	// extremes (package member ends its gossip messages' payloads with
-	// them). Decode rejects longer payloads, and any length the bytes
+	// carry: room for a vector of a million components (values and
+	// extremes together, aggregate.MaxComponents), what the runtime adds
+	// to it, and the certificate's estimate of it (package member ends its
+	// gossip messages' payloads with it). Decode rejects longer payloads, and any length the bytes
 	// present do not hold, before allocating anything. A message longer
 	// than the network's frame limit travels in fragments (see
 	// "Fragments" in fragment.go and the package documentation).
@@ -159,7 +159,9 @@ const (
 
 	// MaxAttach is the largest attachment, in bytes: room for the
 	// runtime's certificate, whose two sets of a group's members take at
-	// most a bit per member each (a group of 8 million members).
+	// most a bit per member each, in a group of up to 8 million members
+	// (a larger group's certificate would not fit, and nothing refuses
+	// such a group earlier).
 	MaxAttach = 1 << 21
 
 	// MaxEncoded bounds the length of an encoded message, in bytes.
