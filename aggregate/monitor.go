@@ -161,7 +161,9 @@ func StartMonitor(ctx context.Context, t transport.Transport, cfg MonitorConfig)
 		node.Close()
 		return nil, fmt.Errorf("aggregate: %w: a monitor needs min and max: a gossip algorithm or exchange, not %s", gossip.ErrInvalidConfig, node.r.Algorithm)
 	}
-	m.node = node
+	m.mu.Lock()
+	m.node = node // from now on autoJoin takes part (see there)
+	m.mu.Unlock()
 	m.closed.Add(1)
 	go m.loop()
 	return m, nil
@@ -325,7 +327,10 @@ func (m *Monitor) run(ctx context.Context, epoch uint64) (Snapshot, error) {
 // aggregation this one has not: it takes part with its current metrics.
 func (m *Monitor) autoJoin(epoch uint64) *request {
 	m.mu.Lock()
-	if epoch <= m.last {
+	// Not before StartMonitor has the node: the driver runs as soon as
+	// the member has joined, and a record before then read m.node while
+	// StartMonitor wrote it (a data race under -race, and a nil node).
+	if m.node == nil || epoch <= m.last {
 		m.mu.Unlock()
 		return nil
 	}

@@ -73,7 +73,11 @@ func monitorFollowsMembership(t *testing.T, alg string) {
 		ms[i] = startMonitor(t, tr, alg, i, n, ch)
 		t.Cleanup(func() { ms[i].Close() })
 	}
-	s := waitFor(t, snaps, func(s aggregate.Snapshot) bool { return s.Live == n })
+	// A member takes part with the metrics it has when an aggregation
+	// reaches it, zeros before startMonitor sets them: only an
+	// aggregation due after every member set its own counts them all.
+	set := time.Now()
+	s := waitFor(t, snaps, func(s aggregate.Snapshot) bool { return s.Live == n && s.Due.After(set) })
 	// requests: 100, 200, …, 600; latency: 10 … 15.
 	req := s.Metrics["requests"]
 	assert.Equal(t, n, req.Count)
