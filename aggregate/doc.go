@@ -147,8 +147,11 @@
 //
 // # Failures
 //
-// A neighbour silent for Config.Suspect/4 is probed (ping, pong); one silent
-// for Config.Suspect despite the probes is declared dead: this member
+// A member that has sent a neighbour nothing for Config.Suspect/5 sends it
+// a heartbeat (an unasked-for pong), so a neighbour goes silent only when
+// messages are lost or it is not running. A neighbour silent for
+// Config.Suspect/4 is probed (ping, pong); one silent for Config.Suspect
+// despite the probes is declared dead: this member
 // excludes it (flow algorithms then compute the aggregate of the survivors;
 // Push-Sum has lost whatever it sent there) and the dead set spreads. A
 // member that hears from a member it declared dead tells it so, and that one

@@ -35,6 +35,8 @@ type Config struct {
 	Idle time.Duration
 	// Suspect is how long a neighbour may stay silent during an operation
 	// before this member declares it dead (it is probed from Suspect/4 on).
+	// A member sends every neighbour it has sent nothing for Suspect/5 a
+	// heartbeat, so silence means lost messages or a member not running.
 	Suspect time.Duration
 	// Tick is how often the driver calls Tick. A member whose own ticks
 	// come much later than that was not running (a starved or stopped

@@ -40,6 +40,7 @@ import (
 // what follows. Calls for ids outside the group, or this member's own, are
 // ignored.
 func (m *Machine) Foreign(now time.Duration, j gossip.NodeID, why string) {
+	m.now = now
 	if int64(j) >= int64(m.r.n) || j == m.r.ID {
 		return
 	}

@@ -237,3 +237,56 @@ func TestEarlyPongCountsAsHeard(t *testing.T) {
 	require.NotZero(t, declared, "member 1 never declared dead")
 	assert.Less(t, declared, 2*suspect, "declared after %v: as a neighbour never heard from", declared)
 }
+
+// TestNeighboursHearAtLeastEverySuspectFifth: a member sends every watched
+// neighbour something at least every Suspect/5 while an operation is under
+// way: what the algorithm sends, a probe, or a heartbeat (a pong nobody
+// asked for) when nothing else went to that neighbour for Suspect/5; the
+// heartbeats due on one tick take along every neighbour sent nothing for
+// Suspect/10. Member 0 of 4 hears a pong from each neighbour every 10 ms
+// (so none is probed) and answers none of their pushes: its own pushes
+// are asked after with a backoff, to one neighbour at a time.
+func TestNeighboursHearAtLeastEverySuspectFifth(t *testing.T) {
+	const suspect = 100 * time.Millisecond // newMember's
+	a := newMember(t, 0, 4, false)
+	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+	pong := func(from int) gossip.Message {
+		return gossip.Message{From: gossip.NodeID(from), To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 2}
+	}
+	last := map[gossip.NodeID]time.Duration{1: 0, 2: 0, 3: 0}
+	beats := 0
+	note := func(now time.Duration) {
+		for _, msg := range a.Outbox() {
+			if _, ok := last[msg.To]; !ok {
+				continue
+			}
+			if msg.Kind == gossip.KindControl && msg.Tag == ^uint64(0)-2 && now > 0 {
+				beats++
+				assert.GreaterOrEqual(t, now-last[msg.To], suspect/10, "a heartbeat to %d at %v, %v after the last message to it", msg.To, now, now-last[msg.To])
+			}
+			last[msg.To] = now
+		}
+	}
+	note(0)
+	for now, heard := time.Duration(0), time.Duration(0); now < 2*suspect; {
+		if now-heard >= 10*time.Millisecond {
+			heard = now
+			for j := 1; j < 4; j++ {
+				a.Step(now, pong(j))
+			}
+			note(now)
+		}
+		at, ok := a.NextTick(now)
+		require.True(t, ok)
+		now = max(at, now+time.Millisecond)
+		for j, at := range last {
+			require.LessOrEqual(t, now-at, suspect/5+time.Millisecond, "neighbour %d sent nothing since %v, now %v", j, at, now)
+		}
+		a.Tick(now)
+		note(now)
+	}
+	assert.Positive(t, beats)
+	assert.Equal(t, beats, a.Stats().Heartbeats)
+	assert.Zero(t, a.Stats().Probes, "a neighbour heard every 10 ms was probed")
+	assert.True(t, a.Active())
+}
