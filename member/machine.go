@@ -1044,11 +1044,18 @@ func (m *Machine) beatDue(o *op) time.Duration {
 // this member itself was stalled or cut off, and so its own last send: a
 // member that was not running sent nothing because it was not running,
 // which is no sign that its messages were lost (see tickOp's idle step).
+// Its last send to each neighbour moves too, so that a stall does not
+// end in a round of heartbeats: in one process that holds many members
+// they all stall together, and forgive each other the silence. Beside six
+// busy loops, 256 members of a hypercube in one process sent 249 to 254
+// PFCC messages a member before the heartbeats, 295 to 336 with a round
+// after every stall (medians 2.1 to 2.5 s against 2.7 to 3.1 s).
 func (m *Machine) forgive(now, d time.Duration) {
 	o := m.cur
 	for k := range o.nbr {
-		if o.nbr[k].watch {
-			o.nbr[k].heard += d
+		if nb := &o.nbr[k]; nb.watch {
+			nb.heard += d
+			nb.sentAt = min(nb.sentAt+d, now)
 		}
 	}
 	o.lastHeard += d

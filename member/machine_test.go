@@ -290,3 +290,25 @@ func TestNeighboursHearAtLeastEverySuspectFifth(t *testing.T) {
 	assert.Zero(t, a.Stats().Probes, "a neighbour heard every 10 ms was probed")
 	assert.True(t, a.Active())
 }
+
+// TestNoHeartbeatsAfterAStall: a tick that comes far later than Tick
+// means this member was not running (a starved process), and the silence
+// of that stretch is forgiven both ways: its neighbours' is not held
+// against them, and its own does not make every heartbeat due at once. In
+// one process holding many members all stall together; a round of
+// heartbeats after every stall raised the messages of 256 PFCC members
+// beside six busy loops from about 250 a member to 295 to 336.
+func TestNoHeartbeatsAfterAStall(t *testing.T) {
+	const suspect = 100 * time.Millisecond // newMember's
+	a := newMember(t, 0, 4, false)
+	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+	a.Tick(time.Millisecond)
+	a.Outbox()
+	stall := 2 * suspect / 5 // every heartbeat twice over due, counted in running time
+	a.Tick(time.Millisecond + stall)
+	require.Equal(t, 1, a.Stats().Stalls)
+	assert.Zero(t, a.Stats().Heartbeats, "heartbeats right after a stall")
+	for _, msg := range a.Outbox() {
+		assert.False(t, msg.Kind == gossip.KindControl && msg.Tag == ^uint64(0)-2, "a pong to %d right after a stall", msg.To)
+	}
+}
