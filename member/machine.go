@@ -402,7 +402,10 @@ func (m *Machine) GiveUp(now time.Duration, cause error) {
 	if c := o.cert; c != nil {
 		state = fmt.Sprintf(", %d of %d members certified stable in generation %d, %d known dead, root %d", c.stable.count(), c.n, c.gen, c.dead.count(), c.root())
 	}
-	err := fmt.Errorf("%w after %v (epoch %d%s): %w", ErrNotConverged, (now - o.start).Round(time.Millisecond), o.epoch, state, cause)
+	// The time is the operation's own: a caller's deadline may also have
+	// covered connecting and joining, so "after 47ms" read as a deadline of
+	// 47 ms (a helper's finding, with `node --timeout 30s`).
+	err := fmt.Errorf("%w %v into the operation (epoch %d%s): %w", ErrNotConverged, (now - o.start).Round(time.Millisecond), o.epoch, state, cause)
 	m.finish(now, m.best(), err)
 }
 

@@ -312,3 +312,17 @@ func TestNoHeartbeatsAfterAStall(t *testing.T) {
 		assert.False(t, msg.Kind == gossip.KindControl && msg.Tag == ^uint64(0)-2, "a pong to %d right after a stall", msg.To)
 	}
 }
+
+// TestGiveUpNamesTheOperationsTime: a member that gives up says how long
+// its operation ran, in words that do not pass for the caller's deadline,
+// which may also have covered connecting and joining.
+func TestGiveUpNamesTheOperationsTime(t *testing.T) {
+	a := newMember(t, 0, 4, false)
+	require.NoError(t, a.Begin(10*time.Second, member.Op{Epoch: 1, Values: []float64{1}}))
+	a.GiveUp(10*time.Second+47*time.Millisecond, context.DeadlineExceeded)
+	out, ok := a.TakeOutcome()
+	require.True(t, ok)
+	require.ErrorIs(t, out.Err, member.ErrNotConverged)
+	require.ErrorIs(t, out.Err, context.DeadlineExceeded)
+	assert.Contains(t, out.Err.Error(), "not converged 47ms into the operation (epoch 1,")
+}
