@@ -985,10 +985,8 @@ func (m *Machine) opDue() time.Duration {
 				due = min(due, d)
 			}
 			due = min(due, max(nb.heard+limit/4, nb.pinged+m.r.Suspect/16)+1)
+			due = min(due, nb.sentAt+m.beatEvery()) // as beatDue, in the same pass
 		}
-	}
-	if o.cert != nil {
-		due = min(due, m.beatDue(o))
 	}
 	idle := m.r.Idle
 	if o.req.Idle > 0 {
@@ -1031,13 +1029,17 @@ func (m *Machine) limit(nb *nbrState) time.Duration {
 	return m.r.Suspect
 }
 
+// beatEvery is how long a member may send a watched neighbour nothing
+// before it owes it a heartbeat (see tickOp).
+func (m *Machine) beatEvery() time.Duration { return m.r.Suspect / 5 }
+
 // beatDue is when operation o's member next owes a watched neighbour a
-// heartbeat (see tickOp): Suspect/5 after it last sent it anything.
+// heartbeat: beatEvery after it last sent it anything.
 func (m *Machine) beatDue(o *op) time.Duration {
 	due := time.Duration(math.MaxInt64)
 	for k := range o.nbr {
 		if nb := &o.nbr[k]; nb.watch {
-			due = min(due, nb.sentAt+m.r.Suspect/5)
+			due = min(due, nb.sentAt+m.beatEvery())
 		}
 	}
 	return due
@@ -1121,14 +1123,11 @@ func (m *Machine) tickOp(now time.Duration) {
 	// a new root took in its promises and acceptances, and the calm idle
 	// pushes that kept the rest of the pairs talking (see calmCap) 15
 	// million events more while the group waited out Suspect.
-	if o.cert != nil {
-		beat := m.r.Suspect / 5
-		if m.beatDue(o) <= now {
-			for k, j := range m.nbrs {
-				if nb := &o.nbr[k]; nb.watch && now-nb.sentAt >= beat/2 {
-					m.stats.Heartbeats++
-					m.control(o, j, tagPong, nil) // sets sentAt (see send)
-				}
+	if o.cert != nil && m.beatDue(o) <= now {
+		for k, j := range m.nbrs {
+			if nb := &o.nbr[k]; nb.watch && now-nb.sentAt >= m.beatEvery()/2 {
+				m.stats.Heartbeats++
+				m.control(o, j, tagPong, nil) // sets sentAt (see send)
 			}
 		}
 	}
