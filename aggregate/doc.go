@@ -156,7 +156,8 @@
 // Push-Sum has lost whatever it sent there) and the dead set spreads. A
 // member that hears from a member it declared dead tells it so, and that one
 // returns ErrExcluded. If the root dies, the next lowest member takes over
-// after waiting Suspect/2 for a result the old root may have spread.
+// as soon as its certificate is complete; Paxos makes it propose any result
+// the old root may already have had chosen.
 //
 // Silence is not death when the member itself could not have heard: a
 // member that was not running (starved of CPU, stopped) forgives its

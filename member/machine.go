@@ -164,20 +164,18 @@ type op struct {
 	// order of Machine.nbrs: a slice searched by id costs a few compares
 	// where a map per operation cost a hash and, at a large simulated
 	// group, cache misses on every message.
-	nbr        []nbrState
-	told       map[gossip.NodeID]time.Duration // members: when last sent a result, abort or exclusion
-	lastHeard  time.Duration                   // when any neighbour was last heard from
-	sent       int
-	px         paxos // deciding one value (see commit.go)
-	becameRoot time.Duration
-	rootSince  bool
-	done       bool
-	result     []float64 // the result payload (see resultPayload)
-	root       gossip.NodeID
-	heardOnce  []heardResult   // results heard from one source only (see deliver)
-	abort      error           // the group disagrees: tell the members still gossiping
-	hello      []gossip.NodeID // members that announced themselves during the operation
-	left       []gossip.NodeID // members that left during the operation
+	nbr       []nbrState
+	told      map[gossip.NodeID]time.Duration // members: when last sent a result, abort or exclusion
+	lastHeard time.Duration                   // when any neighbour was last heard from
+	sent      int
+	px        paxos // deciding one value (see commit.go)
+	done      bool
+	result    []float64 // the result payload (see resultPayload)
+	root      gossip.NodeID
+	heardOnce []heardResult   // results heard from one source only (see deliver)
+	abort     error           // the group disagrees: tell the members still gossiping
+	hello     []gossip.NodeID // members that announced themselves during the operation
+	left      []gossip.NodeID // members that left during the operation
 }
 
 // nbrState is what an operation knows of one neighbour.
@@ -1010,11 +1008,7 @@ func (m *Machine) opDue() time.Duration {
 	// found dead by other means (a Leave, a foreign configuration) can
 	// complete the certificate with no step after it.
 	if c := o.cert; c != nil && o.px.phase == 0 && c.complete() && c.root() == int(m.r.ID) && c.live() >= Quorum(m.r.n) {
-		if c.root() != 0 && o.rootSince {
-			due = min(due, o.becameRoot+m.r.Suspect/2)
-		} else {
-			due = min(due, m.lastTick+m.r.Tick)
-		}
+		due = min(due, m.lastTick+m.r.Tick)
 	}
 	return due
 }
@@ -1220,7 +1214,7 @@ func (m *Machine) tickOp(now time.Duration) {
 // the next idle step was due at once, and such a member took one on every
 // tick: at 4,096 simulated members with 1 % crashes those empty steps were
 // 1.4 of the 4.9 million events, the whole group ticking every
-// millisecond for the 500 ms a new root waits before it commits. Only a
+// millisecond for the 500 ms a new root then waited before it bid. Only a
 // quiet idler's idle steps are noted (idleAt): the exchange counts the
 // ticks it is given for its own backoff, and keeps one every tick once
 // Idle has passed without a send; so does a flow member that is not
@@ -1408,16 +1402,13 @@ func (m *Machine) checkDone(now time.Duration) {
 	if o.px.phase != 0 || !o.cert.complete() || o.cert.root() != int(m.r.ID) || o.cert.live() < Quorum(m.r.n) {
 		return
 	}
-	// A member that became root because the previous one died waits a
-	// little for a result the dead root may have started to spread.
-	if o.cert.root() != 0 {
-		if !o.rootSince {
-			o.rootSince, o.becameRoot = true, now
-		}
-		if now-o.becameRoot < m.r.Suspect/2 {
-			return
-		}
-	}
+	// A member that became root because the previous one died proposes
+	// at once. It used to wait Suspect/2 for a result the dead root might
+	// have started to spread, from before results were chosen by Paxos:
+	// now its prepare learns any value a majority accepted, members that
+	// finished answer it with their result (answerLate), and the wait cost
+	// every member Suspect/2 of heartbeats (40 messages a member with 16
+	// neighbours) where a prepare round costs the group 2(N−1).
 	m.est = o.m.Estimate(m.est[:0])
 	m.propose(now, resultPayload(m.est, o.ext, o.cert.live(), o.cert.dead))
 }

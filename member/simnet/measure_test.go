@@ -203,12 +203,15 @@ func TestPausedMembersDoNotFloodTheGroup(t *testing.T) {
 	assert.Less(t, rep.MsgsPerNode, 600.0, "messages a member")
 }
 
-// TestQuietMembersDoNotTickIdly: while a new root waits Suspect/2 before
-// it commits, every other member is quiet (its certificate complete) and
-// has nothing to send. Its idle steps used to be timed from its last send,
-// so each of them was due at once and the member took one on every tick:
-// 256 members, the root crashed, 284,851 events; paced from the last idle
-// step, 177,484 (messages 640 and 647 a member). The bound lies between.
+// TestQuietMembersDoNotTickIdly: a take-over costs the group little once
+// the certificate is complete. While a new root waited Suspect/2 before it
+// bid, every other member was quiet (its certificate complete) with
+// nothing to send; its idle steps were timed from its last send, so each
+// was due at once and it took one on every tick: 256 members, the root
+// crashed, 284,851 events; paced from the last idle step (idleFrom),
+// 177,484; with heartbeats, 166,784. The new root no longer waits
+// (checkDone), and the group's events are 158,411 with or without
+// idleFrom's pacing: the bound now fails if the wait comes back.
 func TestQuietMembersDoNotTickIdly(t *testing.T) {
 	rep, err := Measure(context.Background(), MeasureConfig{
 		Net:  Config{Nodes: 256, Topology: "hypercube", Algorithm: "pfcc", Seed: 1},
@@ -219,5 +222,5 @@ func TestQuietMembersDoNotTickIdly(t *testing.T) {
 	assert.Zero(t, rep.Failed)
 	assert.Zero(t, rep.FalseDeaths)
 	assert.Zero(t, rep.Wrong)
-	assert.Less(t, rep.Events, 230_000, "events")
+	assert.Less(t, rep.Events, 162_000, "events")
 }
