@@ -19,7 +19,14 @@ import (
 type MonitorConfig struct {
 	Config
 	// Metrics are the names of the metrics, the same list in the same order
-	// at every member.
+	// at every member. Every live member takes part in every metric: one
+	// that has not Set (or Added to) a metric yet counts as 0 in it, which
+	// is right for a counter and pulls a gauge's Mean, Min or Max toward 0
+	// until the member sets it. Set gauges as soon as StartMonitor returns:
+	// the first aggregation this member starts is due at the next multiple
+	// of Interval, but it may take part, with zeros, in one the others
+	// started before that. Count is the live members, not those that set
+	// the metric.
 	Metrics []string
 	// Integers names the metrics among Metrics that take whole values only
 	// (counters, counts, up/down flags): Set and Add refuse a value with a
@@ -169,7 +176,8 @@ func StartMonitor(ctx context.Context, t transport.Transport, cfg MonitorConfig)
 	return m, nil
 }
 
-// Set sets a local metric.
+// Set sets a local metric. Until a metric is first set or added to, this
+// member counts as 0 in it (see MonitorConfig.Metrics).
 func (m *Monitor) Set(name string, v float64) error {
 	return m.update(name, func(float64) float64 { return v })
 }
