@@ -59,6 +59,11 @@ type Result struct {
 	// Root is the member that decided the result: it proposed it and a
 	// majority accepted it (after a take-over, the value may be the
 	// estimate of an earlier root that died deciding; see commit.go).
+	// It is the one field members may disagree on: a root that stalled
+	// after its proposal was accepted and a successor that proposed the
+	// same value again can both decide it, and each member names the
+	// one whose broadcast reached it first (with real processes, a root
+	// stopped for 2 s at its first proposal: members named 0 or 1).
 	Root gossip.NodeID
 	// Messages is the number of messages this member sent in the
 	// operation (gossip, broadcast and answers to late members).
