@@ -65,16 +65,28 @@ func newCertificate(n, self, need int, theta float64) *certificate {
 // itself, withdraws every certificate of the generation by starting a new
 // one (only certified nodes need to do that: the others are not counted).
 func (c *certificate) observe(own, peer []float64, ownExt, peerExt []float64) {
-	if relDiff(own, peer) <= c.theta && gossip.SameBits(ownExt, peerExt) {
-		c.streak++
-		if c.streak >= c.need && !c.stable.has(c.self) {
-			c.stable.set(c.self)
-			c.nStable++
-			c.ver++
-		}
+	if c.agrees(own, peer, ownExt, peerExt) {
+		c.agreed()
 		return
 	}
 	c.unsettle()
+}
+
+// agrees reports whether two estimates agree within theta and their
+// extremes are the same.
+func (c *certificate) agrees(own, peer []float64, ownExt, peerExt []float64) bool {
+	return relDiff(own, peer) <= c.theta && gossip.SameBits(ownExt, peerExt)
+}
+
+// agreed extends the streak of agreeing observations and, once it is long
+// enough, puts the node in the stable set.
+func (c *certificate) agreed() {
+	c.streak++
+	if c.streak >= c.need && !c.stable.has(c.self) {
+		c.stable.set(c.self)
+		c.nStable++
+		c.ver++
+	}
 }
 
 // unsettle withdraws this node's certificate because its own state changed

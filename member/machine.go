@@ -755,12 +755,16 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 	}
 	if o.cert != nil && err == nil {
 		m.est = o.m.Estimate(m.est[:0])
-		if settled(o.m, o.cert.theta) {
-			o.cert.observe(m.est, m.peer.est, o.ext, m.peer.ext)
+		// Estimates that agree extend the streak only if nothing in transit
+		// can still change the aggregate: mass this member sent earlier, at
+		// a ratio its estimate has since left and not yet acknowledged, is
+		// missing from both. Either failing withdraws the certificate, so
+		// settled, a pass over every push in flight (5 % of the CPU of a
+		// 65,536-member simulation), is asked only when the estimates
+		// agree, which they seldom do while the group converges.
+		if o.cert.agrees(m.est, m.peer.est, o.ext, m.peer.ext) && settled(o.m, o.cert.theta) {
+			o.cert.agreed()
 		} else {
-			// Mass this member sent earlier, at a ratio its estimate has
-			// since left, has not been acknowledged: the estimates can agree
-			// and still miss it.
 			o.cert.unsettle()
 		}
 	}
