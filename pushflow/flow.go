@@ -62,6 +62,11 @@ type Counters struct {
 	// Resends counts flows sent again because a push went unacknowledged
 	// for Config.Resend steps.
 	Resends int
+	// Restarted counts received flows that acknowledged more pushes than
+	// this machine has made to their sender: the sender heard them from
+	// an earlier incarnation of this node (a process killed and started
+	// again within the operation). See Machine.Step.
+	Restarted int
 }
 
 // Machine is one node of Push-Flow, PFLC or PFCC. Build it with New,
@@ -424,8 +429,8 @@ func (m *Machine) check(msg gossip.Message) (int, error) {
 		return 0, fmt.Errorf("pushflow: %w: %d is not a live neighbour of %d", gossip.ErrUnknownPeer, msg.From, m.id)
 	}
 	if m.tagged {
-		if ack := uint32(msg.Tag); ack > m.sent[n] {
-			return 0, fmt.Errorf("pushflow: %w: %d acknowledges message %d, only %d sent", gossip.ErrForeignMessage, msg.From, ack, m.sent[n])
+		if ack := uint32(msg.Tag); ack > m.sent[n] && ack > seqMask {
+			return 0, fmt.Errorf("pushflow: %w: %d acknowledges message %d, which no node numbers", gossip.ErrForeignMessage, msg.From, ack)
 		}
 	}
 	return int(n), nil
@@ -435,6 +440,16 @@ func (m *Machine) check(msg gossip.Message) (int, error) {
 func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gossip.Message {
 	if m.tagged {
 		seq, ack := uint32(msg.Tag>>32)&seqMask, uint32(msg.Tag)
+		if ack > m.sent[n] {
+			// The neighbour has taken in pushes numbered up to ack from an
+			// earlier incarnation of this node, and takes pushes numbered
+			// no higher for stale: it has applied none of this machine's,
+			// and never will. Number on from ack, and forget those pushes
+			// (acknowledge, below): their mass comes back with the flow
+			// this message carries, which never counted them.
+			m.sent[n] = ack
+			m.cnt.Restarted++
+		}
 		if seq <= m.recv[n] {
 			m.cnt.Stale++
 			m.acknowledge(n, ack)
