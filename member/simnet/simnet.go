@@ -104,6 +104,7 @@ const (
 	evCrash
 	evProcess // take the next message from the member's inbox
 	evForeign // the member learns that member msg runs another configuration (see Misconfigure)
+	evRestart // the member starts again with a new machine (see Restart)
 )
 
 // event is what the queue holds. A message in flight waits in Net.flight,
@@ -147,6 +148,7 @@ type node struct {
 // Net is a simulated group.
 type Net struct {
 	cfg    Config
+	mcfg   func(id gossip.NodeID) member.Config // a member's configuration (see Restart)
 	graph  topology.Graph
 	nodes  []*node
 	shards []*shard
@@ -250,9 +252,12 @@ func New(cfg Config) (*Net, error) {
 	for range cfg.Workers {
 		n.shards = append(n.shards, &shard{net: n})
 	}
+	n.mcfg = func(id gossip.NodeID) member.Config {
+		return member.Config{ID: id, Graph: g, Algorithm: spec, Diameter: diam,
+			Epsilon: cfg.Epsilon, Idle: cfg.Idle, Suspect: cfg.Suspect, Tick: cfg.Tick, Seed: cfg.Seed}
+	}
 	for i := range cfg.Nodes {
-		m, err := member.New(member.Config{ID: gossip.NodeID(i), Graph: g, Algorithm: spec, Diameter: diam,
-			Epsilon: cfg.Epsilon, Idle: cfg.Idle, Suspect: cfg.Suspect, Tick: cfg.Tick, Seed: cfg.Seed})
+		m, err := member.New(n.mcfg(gossip.NodeID(i)))
 		if err != nil {
 			return nil, err
 		}
@@ -282,6 +287,40 @@ func (n *Net) Machine(id gossip.NodeID) *member.Machine { return n.nodes[id].m }
 // from then on (crash-stop; what it returned before counts).
 func (n *Net) Crash(id gossip.NodeID, at time.Duration) {
 	n.nodes[id].sh.q.Push(float64(at), event{kind: evCrash, to: id})
+}
+
+// Restart starts member id again at time at with a new machine, as a
+// process killed and started again with the same id does: it has
+// forgotten everything, the messages that waited in its queue are lost,
+// and it begins the operation under way (the one Run was called for) again
+// with the same input. Messages in flight reach the new machine. Restart a
+// member that is running and it is killed and started again at once; one
+// that crashed (see Crash) is started again.
+func (n *Net) Restart(id gossip.NodeID, at time.Duration) {
+	n.nodes[id].sh.q.Push(float64(at), event{kind: evRestart, to: id})
+}
+
+// restart replaces member id's machine (see Restart).
+func (s *shard) restart(id gossip.NodeID) {
+	nd := s.net.nodes[id]
+	m, err := member.New(s.net.mcfg(id))
+	if err != nil {
+		panic(fmt.Sprintf("simnet: member %d: %v", id, err)) // New made it from the same configuration
+	}
+	nd.m = m
+	clear(nd.inbox)
+	nd.inbox, nd.head = nd.inbox[:0], 0
+	if nd.crashed {
+		nd.crashed = false
+		if _, ok := s.outcomes[id]; !ok && s.outcomes != nil {
+			s.waiting++
+		}
+	}
+	nd.lastTick = s.now
+	if err := nd.m.Begin(s.now, nd.op); err != nil {
+		s.record1(id, member.Outcome{Err: err})
+	}
+	s.flush(id)
 }
 
 // Crashed reports whether member id has crashed.
@@ -732,11 +771,22 @@ func (s *shard) handle(ev event) {
 		s.crash(ev.to)
 		return
 	}
+	if ev.kind == evRestart {
+		s.restart(ev.to)
+		return
+	}
 	var msg gossip.Message
 	if ev.kind == evDeliver {
 		msg = s.landed(ev.msg)
 	}
 	if nd.crashed {
+		if ev.kind == evProcess {
+			nd.waiting = false // a Restart empties the queue
+		}
+		return
+	}
+	if ev.kind == evProcess && nd.head == len(nd.inbox) {
+		nd.waiting = false // emptied by a Restart
 		return
 	}
 	if ev.kind == evTick && !s.tickDue(ev, nd) {
