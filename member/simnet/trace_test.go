@@ -27,11 +27,13 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the tr
 //
 //	net [algo=A] nodes=N [topology=T] [seed=S] [suspect=D] [loss=P]
 //	crash ID at=D | pause ID at=D for=D | slow ID factor=F
+//	restart ID at=D                 (killed and started again, see Net.Restart)
 //	exit-on-result ID [keep=K]
 //	partition SIDES at=D [heal=D]   (SIDES: one digit a member, "00110")
-//	run epoch=E                     (inputs: member i holds i+1)
+//	run epoch=E [time] [msgs]       (inputs: member i holds i+1)
 //
-// run prints each member's outcome and the invariant check. Run with
+// run prints each member's outcome and the invariant check, with time
+// how long the operation took and with msgs the messages sent a member. Run with
 // -rewrite to regenerate the expected output after a deliberate change.
 func TestTraces(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
@@ -140,6 +142,8 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		return "ok"
 	case "crash":
 		net.Crash(id(), net.Now()+dur("at"))
+	case "restart":
+		net.Restart(id(), net.Now()+dur("at"))
 	case "pause":
 		net.Pause(id(), net.Now()+dur("at"), dur("for"))
 	case "late":
@@ -179,11 +183,14 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		for i := range in {
 			in[i] = []float64{float64(i + 1)}
 		}
-		t0 := net.Now()
+		t0, m0 := net.Now(), net.Messages
 		outs := net.Run(e, in, nil, 10*time.Second)
 		var lines []string
 		if slices.Contains(pos, "time") { // run … time: how long it ran, simulated
 			lines = append(lines, fmt.Sprintf("took %v", (net.Now()-t0).Round(time.Millisecond)))
+		}
+		if slices.Contains(pos, "msgs") {
+			lines = append(lines, fmt.Sprintf("messages a member %.1f", float64(net.Messages-m0)/float64(*np)))
 		}
 		for i := range *np {
 			o, ok := outs[gossip.NodeID(i)]
