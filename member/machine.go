@@ -236,6 +236,9 @@ type Machine struct {
 	// backlog is how many received messages the driver said wait behind
 	// the next Step (see Backlog).
 	backlog int
+	// hard is the HardState last returned, restored the one Restore gave
+	// (see durable.go).
+	hard, restored HardState
 }
 
 // New returns member cfg.ID's machine.
@@ -484,6 +487,9 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 		o.nbr[k].sentAt = now
 	}
 	m.cur = o
+	if !m.restore(o) {
+		return nil
+	}
 	if err == nil {
 		err = m.misconfigured()
 	}
@@ -527,6 +533,9 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 				m.control(o, j, tagPong, nil)
 			}
 		}
+	}
+	if o.x != nil && o.epoch == m.restored.Epoch {
+		m.fallback(now, o, "restarted with votes in this operation")
 	}
 	if o.x != nil && m.absent.count() > 0 {
 		// The exchange needs every member's input, and this member knows

@@ -21,6 +21,9 @@ var (
 	// silent for too long, or cut off) and finished the operation without
 	// its input. The member never gets a result that does not cover it.
 	ErrExcluded = errors.New("member: excluded by the group")
+	// ErrRestarted is returned for an operation earlier than the one a
+	// restarted member's earlier incarnation voted in (see HardState).
+	ErrRestarted = errors.New("member: restarted after voting in a later operation")
 	// ErrClosed reports an operation on a closed member.
 	ErrClosed = errors.New("member: closed")
 	// ErrGroupMismatch reports that members of the group disagree on the

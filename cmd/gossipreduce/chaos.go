@@ -114,7 +114,7 @@ func (c *chaosCmd) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ops, "ops", 300, "operations to check, at least")
 	registerComponentsDefault(fs, &c.components, 2)
 	fs.StringVar(&c.scenario, "scenario", "", "comma-separated faults to draw from (default all the mode allows): simulated "+strings.Join(simnet.Scenarios, ",")+
-		", and only when named "+strings.Join(simnet.OptIn, ",")+" (a member killed and started again with the same id: known to break agreement, see docs/design.md)"+
+		", and only when named "+strings.Join(simnet.OptIn, ",")+" (a member killed and started again with the same id that forgot its votes: known to break agreement, see docs/design.md)"+
 		"; live "+strings.Join(liveScenarios, ",")+" (replay: traffic recorded in an earlier operation of the group, under its key, published into a new one; "+
 		"restart: the embedded NATS server restarts mid-operation, --real-nats without --nats only)")
 	fs.BoolVar(&c.realNATS, "real-nats", false, "run live groups over an embedded NATS server instead of the simulator (faults: "+strings.Join(liveScenarios, ",")+")")

@@ -140,9 +140,10 @@ type node struct {
 	waiting  bool // an evProcess event is queued
 	op       member.Op
 	sent     int
-	exit     bool     // exit abruptly on a result (ExitOnResult)
-	exitKeep int      // messages of the last outbox that get out then
-	posts    []posted // what it sent in the window under way, in order (see Net.post)
+	exit     bool             // exit abruptly on a result (ExitOnResult)
+	exitKeep int              // messages of the last outbox that get out then
+	posts    []posted         // what it sent in the window under way, in order (see Net.post)
+	disk     member.HardState // what its storage holds (see Restart)
 }
 
 // Net is a simulated group.
@@ -181,6 +182,7 @@ type Net struct {
 	crew     *crew // the goroutines that run the shards but the first during a run
 
 	checking bool // see checkTicks
+	keepHard bool // some Restart keeps the member's votes: flush writes them to its node's disk
 }
 
 // shard is the part of the group one worker simulates: its members' events
@@ -290,22 +292,36 @@ func (n *Net) Crash(id gossip.NodeID, at time.Duration) {
 }
 
 // Restart starts member id again at time at with a new machine, as a
-// process killed and started again with the same id does: it has
-// forgotten everything, the messages that waited in its queue are lost,
-// and it begins the operation under way (the one Run was called for) again
-// with the same input. Messages in flight reach the new machine. Restart a
-// member that is running and it is killed and started again at once; one
-// that crashed (see Crash) is started again.
-func (n *Net) Restart(id gossip.NodeID, at time.Duration) {
-	n.nodes[id].sh.q.Push(float64(at), event{kind: evRestart, to: id})
+// process killed and started again with the same id does: the messages
+// that waited in its queue are lost, and it begins the operation under way
+// (the one Run was called for) again with the same input. Messages in
+// flight reach the new machine. Restart a member that is running and it is
+// killed and started again at once; one that crashed (see Crash) is
+// started again. With durable, the new machine is given the votes its
+// earlier self wrote to storage before each of its messages left
+// (member.HardState); without, it has forgotten everything, and the group
+// may decide two results (docs/design.md, "Known limits").
+func (n *Net) Restart(id gossip.NodeID, at time.Duration, durable bool) {
+	var keep int32
+	if durable {
+		keep = 1
+		n.keepHard = true
+	}
+	n.nodes[id].sh.q.Push(float64(at), event{kind: evRestart, to: id, msg: keep})
 }
 
 // restart replaces member id's machine (see Restart).
-func (s *shard) restart(id gossip.NodeID) {
+func (s *shard) restart(id gossip.NodeID, durable bool) {
 	nd := s.net.nodes[id]
 	m, err := member.New(s.net.mcfg(id))
+	if err == nil && durable {
+		err = m.Restore(nd.disk)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("simnet: member %d: %v", id, err)) // New made it from the same configuration
+	}
+	if !durable {
+		nd.disk = member.HardState{}
 	}
 	nd.m = m
 	clear(nd.inbox)
@@ -772,7 +788,7 @@ func (s *shard) handle(ev event) {
 		return
 	}
 	if ev.kind == evRestart {
-		s.restart(ev.to)
+		s.restart(ev.to, ev.msg == 1)
 		return
 	}
 	var msg gossip.Message
@@ -949,6 +965,13 @@ func (n *Net) rearm(id gossip.NodeID, was bool) {
 // outcome.
 func (s *shard) flush(id gossip.NodeID) {
 	nd := s.net.nodes[id]
+	if s.net.keepHard {
+		// Written before the messages leave, as a driver must (see
+		// member.HardState).
+		if hs, changed := nd.m.HardState(); changed {
+			nd.disk = hs
+		}
+	}
 	all := nd.m.AppendOutbox(s.out[:0])
 	out := all
 	res, done := nd.m.TakeOutcome()

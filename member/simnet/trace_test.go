@@ -143,7 +143,7 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 	case "crash":
 		net.Crash(id(), net.Now()+dur("at"))
 	case "restart":
-		net.Restart(id(), net.Now()+dur("at"))
+		net.Restart(id(), net.Now()+dur("at"), args["durable"] == "true")
 	case "pause":
 		net.Pause(id(), net.Now()+dur("at"), dur("for"))
 	case "late":

@@ -1,0 +1,63 @@
+package member_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/member"
+)
+
+// A member reports its votes once each time they change, and a member
+// given them by Restore takes no part in an earlier operation and keeps
+// them in that one: it does not accept another value at a lower ballot.
+func TestHardStateIsKeptAcrossARestart(t *testing.T) {
+	const n = 3
+	m := newMember(t, 1, n, true)
+	_, changed := m.HardState()
+	assert.False(t, changed, "no votes before an operation")
+	require.NoError(t, m.Begin(0, member.Op{Epoch: 2, Values: []float64{1}}))
+	m.Outbox()
+	_, changed = m.HardState()
+	assert.False(t, changed, "no votes yet")
+
+	// Member 2 prepares ballot 7<<32|2; member 1 promises.
+	ballot := uint64(7<<32 | 2)
+	m.Step(time.Millisecond, gossip.Message{From: 2, To: 1, Kind: gossip.KindControl, Epoch: 2, Tag: ^uint64(0) - 6, Payload: []float64{u2f(ballot)}})
+	hs, changed := m.HardState()
+	require.True(t, changed, "a promise is a vote")
+	assert.Equal(t, member.HardState{Epoch: 2, Promised: ballot, Seen: ballot}, hs)
+	_, changed = m.HardState()
+	assert.False(t, changed, "reported once")
+
+	// Restarted with that state: a prepare of a lower ballot is refused
+	// (a nack, no promise), and an earlier operation is refused at once.
+	r := newMember(t, 1, n, true)
+	require.NoError(t, r.Restore(hs))
+	require.NoError(t, r.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+	out, ok := r.TakeOutcome()
+	require.True(t, ok)
+	require.ErrorIs(t, out.Err, member.ErrRestarted)
+
+	r = newMember(t, 1, n, true)
+	require.NoError(t, r.Restore(hs))
+	require.NoError(t, r.Begin(0, member.Op{Epoch: 2, Values: []float64{1}}))
+	r.Outbox()
+	lower := uint64(3<<32 | 0)
+	r.Step(time.Millisecond, gossip.Message{From: 0, To: 1, Kind: gossip.KindControl, Epoch: 2, Tag: ^uint64(0) - 6, Payload: []float64{u2f(lower)}})
+	var tags []uint64
+	for _, msg := range r.Outbox() {
+		if msg.To == 0 && msg.Kind == gossip.KindControl {
+			tags = append(tags, msg.Tag)
+		}
+	}
+	assert.Contains(t, tags, ^uint64(0)-10, "a nack")
+	assert.NotContains(t, tags, ^uint64(0)-7, "no promise")
+	require.Error(t, r.Restore(hs), "Restore after Begin")
+}
+
+func u2f(u uint64) float64 { return math.Float64frombits(u) }
