@@ -33,6 +33,9 @@ var (
 	// ErrGroupMismatch reports that members of the group disagree on the
 	// operation: a vector of another length, or another configuration.
 	ErrGroupMismatch = member.ErrGroupMismatch
+	// ErrRestarted reports an operation earlier than one this member
+	// voted in before it restarted (see Config.StateFile).
+	ErrRestarted = member.ErrRestarted
 )
 
 // Config describes one member of a group. Every member must use the same
@@ -132,6 +135,22 @@ type Config struct {
 	// next operation, it is told it was excluded, announces itself then,
 	// and is counted from the operation after.
 	Founding bool
+	// StateFile, if set, is a file in which this member keeps its votes
+	// (member.HardState) across restarts: they are written (to a
+	// temporary file, synced, renamed over it) before any message that
+	// carries a new one leaves, and Join reads them. A process that may be
+	// killed and started again under the same ID while an operation is
+	// under way needs it: without it the new process has forgotten the
+	// votes its earlier self cast, and two members may return different
+	// results (docs/design.md, "Known limits"). If a write fails, the
+	// operation fails and the message with the vote is not sent. Each
+	// member needs a file of its own; not with Name. A file belongs to one
+	// run of the group: a group started afresh (its epochs from 1 again)
+	// needs new files, or a member begins operation 1 with the votes of
+	// the last run's operation 1 (its own estimate then refuses a value
+	// it does not confirm, and the operation may fail; it is not decided
+	// wrongly).
+	StateFile string
 
 	// hashExtra is more that members must agree on (a Monitor's metrics).
 	hashExtra string

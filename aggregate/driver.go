@@ -164,6 +164,15 @@ func (d *driver) autoStart() {
 // next wish.
 func (d *driver) flush() {
 	d.foreign()
+	if d.n.state != nil {
+		// The votes reach storage before any message that carries them.
+		if hs, changed := d.m.HardState(); changed {
+			if err := d.n.state.save(hs); err != nil {
+				d.m.Fail(d.now(), err)
+				d.m.Outbox() // a vote not kept must not leave
+			}
+		}
+	}
 	for _, msg := range d.m.Outbox() {
 		if err := d.n.ep.Send(context.Background(), msg); err != nil {
 			d.n.log.Debug("send failed", "to", msg.To, "err", err)

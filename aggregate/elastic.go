@@ -95,6 +95,9 @@ func (c Config) resolveElastic() (*resolved, error) {
 	if c.MinMembers < 0 {
 		return nil, fmt.Errorf("aggregate: %w: MinMembers %d", gossip.ErrInvalidConfig, c.MinMembers)
 	}
+	if c.StateFile != "" {
+		return nil, fmt.Errorf("aggregate: %w: StateFile is for members joined by ID, not by name (%q)", gossip.ErrInvalidConfig, c.Name)
+	}
 	if _, err := view.New(view.Config{Name: c.Name, Inc: 1}); err != nil {
 		return nil, fmt.Errorf("aggregate: %w: %w", gossip.ErrInvalidConfig, err)
 	}

@@ -30,6 +30,9 @@ type Node struct {
 	// member started (package Monitor uses it): it returns the request for
 	// that epoch, or nil to leave it be.
 	autoJoin func(epoch uint64) *request
+	// state keeps the member's votes across restarts (Config.StateFile);
+	// nil: none kept.
+	state *stateFile
 	// el is set for a member joined by name (Config.Name): its
 	// operations run over the fixed groups of its views.
 	el *elastic
@@ -102,6 +105,13 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 	mcfg := r.member
 	mcfg.Authenticated = ep.Authenticated()
 	mm, err := member.New(mcfg)
+	if err == nil && cfg.StateFile != "" {
+		n.state = &stateFile{path: cfg.StateFile}
+		var hs member.HardState
+		if hs, err = n.state.load(); err == nil {
+			err = mm.Restore(hs)
+		}
+	}
 	if err != nil {
 		ep.Close()
 		return nil, err

@@ -64,6 +64,7 @@ type nodeCmd struct {
 	value  string
 	sum    bool
 	linger time.Duration
+	state  string           // --state-file
 	cfg    aggregate.Config // checked
 	vec    []float64        // --value, parsed
 }
@@ -84,6 +85,8 @@ func (c *nodeCmd) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.linger, "linger", time.Second, "after its result, stay in the group this long before leaving, answering members still at it "+
 		"(a partner that lost a message; with exchange, a member asking for a partial or the result that only finished members hold; "+
 		"after a disagreement, the members that have not heard of it); 0 leaves at once")
+	fs.StringVar(&c.state, "state-file", "", "keep this member's votes in this file across restarts (one file a member): a member killed and started again under the same --id "+
+		"while an operation is under way needs it, or the group may decide two results; a file belongs to one run of the group (start a new run with new files); not with --name")
 }
 
 func (c *nodeCmd) check() error {
@@ -93,6 +96,8 @@ func (c *nodeCmd) check() error {
 	switch {
 	case c.member != "" && (c.id >= 0 || c.group.nodes > 0):
 		return usagef("--name joins an elastic group: it takes no --id or --nodes")
+	case c.member != "" && c.state != "":
+		return usagef("--state-file is for a member joined by --id, not --name")
 	case c.member == "" && c.min != 0:
 		return usagef("--min-members needs --name")
 	case c.min < 0:
@@ -118,7 +123,7 @@ func (c *nodeCmd) check() error {
 	}
 	c.vec = vec
 	c.cfg = aggregate.Config{Group: c.name, Prefix: c.nats.prefix, ID: gossip.NodeID(c.id), Nodes: c.group.nodes, Algorithm: c.algo.one(),
-		Topology: c.group.topology, Epsilon: c.group.eps, Suspect: c.timing.suspect, Name: c.member, MinMembers: c.min}
+		Topology: c.group.topology, Epsilon: c.group.eps, Suspect: c.timing.suspect, Name: c.member, MinMembers: c.min, StateFile: c.state}
 	if c.member != "" {
 		c.cfg.ID = 0
 	}

@@ -60,6 +60,7 @@ func TestNodeBadInput(t *testing.T) {
 		"min alone":      {"node", "--id", "0", "--nodes", "2", "--value", "1", "--min-members", "2"},
 		"name, no value": {"node", "--name", "a"},
 		"name, torus":    {"node", "--name", "a", "--value", "1", "--topology", "torus:2x2"},
+		"name, state":    {"node", "--name", "a", "--value", "1", "--state-file", "x"},
 	} {
 		code, _, stderr := runCLI(t, args...)
 		assert.Equal(t, 2, code, "%s: %s", name, stderr)

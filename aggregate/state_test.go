@@ -1,0 +1,79 @@
+package aggregate_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gossipreduce/gossipreduce/aggregate"
+	"github.com/gossipreduce/gossipreduce/gossip"
+	"github.com/gossipreduce/gossipreduce/transport"
+)
+
+// Members with a state file write their votes there; a member started
+// again with the file refuses an operation earlier than the one it voted
+// in (ErrRestarted) instead of voting in it with no memory; a file that
+// is not a state file, and a state file for a member joined by name, are
+// refused by Join.
+func TestStateFileKeepsVotes(t *testing.T) {
+	tr, err := transport.NewMemory(transport.MemoryOptions{})
+	require.NoError(t, err)
+	defer tr.Close()
+	dir := t.TempDir()
+	const n = 4
+	cfg := func(id int) aggregate.Config {
+		return aggregate.Config{Group: "state", Nodes: n, ID: gossip.NodeID(id), Algorithm: "pfcc", Founding: true,
+			StateFile: filepath.Join(dir, "member"+string(rune('0'+id)))}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	nodes := make([]*aggregate.Node, n)
+	for i := range nodes {
+		nodes[i], err = aggregate.Join(ctx, tr, cfg(i))
+		require.NoError(t, err)
+	}
+	for range 2 { // two operations: the files hold the second's votes
+		var wg sync.WaitGroup
+		res := make([]aggregate.Result, n)
+		errs := make([]error, n)
+		for i, nd := range nodes {
+			wg.Go(func() { res[i], errs[i] = nd.Average(ctx, []float64{float64(i + 1)}) })
+		}
+		wg.Wait()
+		for i := range nodes {
+			require.NoError(t, errs[i], "member %d", i)
+			assert.InEpsilon(t, 2.5, res[i].Value[0], 1e-9) // the default ε
+			assert.Equal(t, res[0].Value, res[i].Value, "member %d: the same bits", i)
+		}
+	}
+	for _, nd := range nodes {
+		require.NoError(t, nd.Close())
+	}
+	for i := range n {
+		b, err := os.ReadFile(cfg(i).StateFile)
+		require.NoError(t, err, "member %d wrote its votes", i)
+		assert.Greater(t, len(b), 8+5*8, "member %d: a proposal accepted", i)
+	}
+
+	// Member 1 started again: operation 1 comes before operation 2, in
+	// which it voted.
+	again, err := aggregate.Join(ctx, tr, cfg(1))
+	require.NoError(t, err)
+	_, err = again.Average(ctx, []float64{2})
+	require.ErrorIs(t, err, aggregate.ErrRestarted)
+	require.NoError(t, again.Close())
+
+	bad := cfg(1)
+	require.NoError(t, os.WriteFile(bad.StateFile, []byte("not a state file at all, but long enough to read"), 0o600))
+	_, err = aggregate.Join(ctx, tr, bad)
+	require.ErrorContains(t, err, "state file")
+
+	_, err = aggregate.Join(ctx, tr, aggregate.Config{Group: "state", Name: "a", StateFile: filepath.Join(dir, "named")})
+	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
+}
