@@ -47,7 +47,7 @@ func TestHardStateIsKeptAcrossARestart(t *testing.T) {
 	require.NoError(t, r.Restore(hs))
 	require.NoError(t, r.Begin(0, member.Op{Epoch: 2, Values: []float64{1}}))
 	r.Outbox()
-	lower := uint64(3<<32 | 0)
+	lower := uint64(3 << 32) // round 3, member 0
 	r.Step(time.Millisecond, gossip.Message{From: 0, To: 1, Kind: gossip.KindControl, Epoch: 2, Tag: ^uint64(0) - 6, Payload: []float64{u2f(lower)}})
 	var tags []uint64
 	for _, msg := range r.Outbox() {
