@@ -136,8 +136,8 @@ type Config struct {
 	// and is counted from the operation after.
 	Founding bool
 	// StateFile, if set, is a file in which this member keeps its votes
-	// (member.HardState) across restarts: they are written (to a
-	// temporary file, synced, renamed over it) before any message that
+	// (member.HardState) across restarts: they are written (checksummed,
+	// to a temporary file, synced, renamed over it) before any message that
 	// carries a new one leaves, and Join reads them. A process that may be
 	// killed and started again under the same ID while an operation is
 	// under way needs it: without it the new process has forgotten the

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"math"
 	"os"
@@ -18,8 +19,10 @@ type stateFile struct{ path string }
 
 // State file format: the magic, then little-endian uint64 words: epoch,
 // promised, seen, accepted ballot, the accepted proposal's length plus one
-// (0: none), the proposal's words as float64 bits.
-const stateMagic = "GRHS0001"
+// (0: none), the proposal's words as float64 bits; then the CRC-32 (IEEE)
+// of all that, 4 bytes little-endian, so that a damaged file is refused
+// rather than restored as votes the member never cast.
+const stateMagic = "GRHS0002"
 
 var errState = errors.New("malformed state file")
 
@@ -32,10 +35,14 @@ func (f stateFile) load() (member.HardState, error) {
 	if err != nil {
 		return member.HardState{}, fmt.Errorf("aggregate: state file: %w", err)
 	}
-	if len(b) < len(stateMagic)+5*8 || string(b[:len(stateMagic)]) != stateMagic {
+	if len(b) < len(stateMagic)+5*8+4 || string(b[:len(stateMagic)]) != stateMagic {
 		return member.HardState{}, fmt.Errorf("aggregate: state file %s: %w: header", f.path, errState)
 	}
-	w := b[len(stateMagic):]
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.ChecksumIEEE(body) != sum {
+		return member.HardState{}, fmt.Errorf("aggregate: state file %s: %w: checksum", f.path, errState)
+	}
+	w := body[len(stateMagic):]
 	word := func(i int) uint64 { return binary.LittleEndian.Uint64(w[8*i:]) }
 	hs := member.HardState{Epoch: word(0), Promised: word(1), Seen: word(2), AcceptedBallot: word(3)}
 	k := word(4)
@@ -66,6 +73,7 @@ func (f stateFile) save(hs member.HardState) error {
 	for _, v := range hs.Accepted {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 	}
+	b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 	dir := filepath.Dir(f.path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(f.path)+".*")
 	if err != nil {

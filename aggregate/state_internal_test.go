@@ -1,9 +1,12 @@
 package aggregate
 
 import (
+	"encoding/binary"
+	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,7 +17,8 @@ import (
 
 // A state file gives back what was saved, bit for bit (a proposal's words
 // include sets stored as float64 bits, NaN patterns among them); a missing
-// file holds no votes; a truncated or padded one is refused.
+// file holds no votes; a truncated, padded, foreign or damaged one is
+// refused.
 func TestStateFileRoundTrip(t *testing.T) {
 	f := stateFile{path: filepath.Join(t.TempDir(), "votes")}
 	hs, err := f.load()
@@ -40,7 +44,13 @@ func TestStateFileRoundTrip(t *testing.T) {
 	}
 	b, err := os.ReadFile(f.path)
 	require.NoError(t, err)
-	for _, bad := range [][]byte{b[:len(b)-1], append(b, 0, 0, 0, 0, 0, 0, 0, 0), b[:10], []byte("GRHS0002" + string(b[8:]))} {
+	flipped := slices.Clone(b)
+	flipped[9] ^= 1   // the epoch's low byte
+	var padded []byte // eight words more, with a checksum that fits them
+	padded = append(padded, b[:len(b)-4]...)
+	padded = append(padded, 0, 0, 0, 0, 0, 0, 0, 0)
+	padded = binary.LittleEndian.AppendUint32(padded, crc32.ChecksumIEEE(padded))
+	for _, bad := range [][]byte{b[:len(b)-1], append(slices.Clone(b), 0, 0, 0, 0, 0, 0, 0, 0), b[:10], []byte("GRHS0001" + string(b[8:])), flipped, padded} {
 		require.NoError(t, os.WriteFile(f.path, bad, 0o600))
 		_, err := f.load()
 		require.ErrorIs(t, err, errState, "%d bytes", len(bad))
