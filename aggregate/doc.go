@@ -174,7 +174,11 @@
 // longer than Suspect) and finds itself declared dead returns ErrExcluded,
 // never a result that does not cover it. A member that finds itself the
 // only one alive never decides alone, and no result is taken that covers
-// less than a majority of the group.
+// less than a majority of the group. A process killed and started again
+// under the same ID while an operation is under way is crash-recovery,
+// not crash-stop: it keeps that promise only with Config.StateFile, where
+// the member keeps its Paxos votes (member.HardState); without one, it has
+// forgotten them and two members may return different results.
 //
 // # Errors
 //
