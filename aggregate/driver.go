@@ -32,6 +32,7 @@ func (d *driver) now() time.Duration { return time.Since(d.origin) }
 
 func (d *driver) loop() {
 	defer close(d.n.exited)
+	defer d.n.state.release() // before exited closes: a closed Node holds no state file
 	// The regular tick runs only during an operation: an idle member's
 	// timers are the machine's Wake, and a process holding hundreds of
 	// idle members woken every millisecond starves on a busy machine

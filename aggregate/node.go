@@ -107,12 +107,15 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 	mm, err := member.New(mcfg)
 	if err == nil && cfg.StateFile != "" {
 		n.state = &stateFile{path: cfg.StateFile}
-		var hs member.HardState
-		if hs, err = n.state.load(); err == nil {
-			err = mm.Restore(hs)
+		if n.state.lock, err = lockState(cfg.StateFile); err == nil {
+			var hs member.HardState
+			if hs, err = n.state.load(); err == nil {
+				err = mm.Restore(hs)
+			}
 		}
 	}
 	if err != nil {
+		n.state.release()
 		ep.Close()
 		return nil, err
 	}
@@ -126,6 +129,7 @@ func join(ctx context.Context, t transport.Transport, cfg Config, auto func(uint
 	for _, msg := range mm.Outbox() {
 		err := ep.Send(ctx, msg)
 		if err != nil && ctx.Err() != nil {
+			n.state.release()
 			ep.Close()
 			return nil, fmt.Errorf("aggregate: join %s as %d: announcing: %w", cfg.Group, cfg.ID, ctx.Err())
 		}

@@ -14,8 +14,20 @@ import (
 )
 
 // stateFile keeps a member's votes (member.HardState) in a file across
-// restarts (see Config.StateFile).
-type stateFile struct{ path string }
+// restarts (see Config.StateFile); lock, if not nil, holds it for this
+// member (lockState).
+type stateFile struct {
+	path string
+	lock *os.File
+}
+
+// release gives the file up for another member.
+func (f *stateFile) release() {
+	if f != nil && f.lock != nil {
+		f.lock.Close()
+		f.lock = nil
+	}
+}
 
 // State file format: the magic, then little-endian uint64 words: epoch,
 // promised, seen, accepted ballot, the accepted proposal's length plus one
@@ -25,6 +37,10 @@ type stateFile struct{ path string }
 const stateMagic = "GRHS0002"
 
 var errState = errors.New("malformed state file")
+
+// ErrStateInUse reports a Config.StateFile that another member (of this
+// process or another) holds.
+var ErrStateInUse = errors.New("aggregate: state file in use")
 
 // load reads the votes; a file that does not exist holds none.
 func (f stateFile) load() (member.HardState, error) {

@@ -18,9 +18,9 @@ import (
 
 // Members with a state file write their votes there; a member started
 // again with the file refuses an operation earlier than the one it voted
-// in (ErrRestarted) instead of voting in it with no memory; a file that
-// is not a state file, and a state file for a member joined by name, are
-// refused by Join.
+// in (ErrRestarted) instead of voting in it with no memory; a file held
+// by a running member, a file that is not a state file, and a state file
+// for a member joined by name are refused by Join.
 func TestStateFileKeepsVotes(t *testing.T) {
 	tr, err := transport.NewMemory(transport.MemoryOptions{})
 	require.NoError(t, err)
@@ -62,9 +62,13 @@ func TestStateFileKeepsVotes(t *testing.T) {
 	}
 
 	// Member 1 started again: operation 1 comes before operation 2, in
-	// which it voted.
+	// which it voted. While it runs, nobody else can take its file.
 	again, err := aggregate.Join(ctx, tr, cfg(1))
 	require.NoError(t, err)
+	other := cfg(2)
+	other.StateFile = cfg(1).StateFile
+	_, err = aggregate.Join(ctx, tr, other)
+	require.ErrorIs(t, err, aggregate.ErrStateInUse)
 	_, err = again.Average(ctx, []float64{2})
 	require.ErrorIs(t, err, aggregate.ErrRestarted)
 	require.NoError(t, again.Close())
@@ -72,7 +76,7 @@ func TestStateFileKeepsVotes(t *testing.T) {
 	bad := cfg(1)
 	require.NoError(t, os.WriteFile(bad.StateFile, []byte("not a state file at all, but long enough to read"), 0o600))
 	_, err = aggregate.Join(ctx, tr, bad)
-	require.ErrorContains(t, err, "state file")
+	require.ErrorContains(t, err, "malformed state file")
 
 	_, err = aggregate.Join(ctx, tr, aggregate.Config{Group: "state", Name: "a", StateFile: filepath.Join(dir, "named")})
 	require.ErrorIs(t, err, gossip.ErrInvalidConfig)
