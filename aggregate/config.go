@@ -144,7 +144,9 @@ type Config struct {
 	// votes its earlier self cast, and two members may return different
 	// results (docs/design.md, "Known limits"). If a write fails, the
 	// operation fails and the message with the vote is not sent. Each
-	// member needs a file of its own; not with Name. A file belongs to one
+	// member needs a file of its own: Join refuses one that a running
+	// member holds (ErrStateInUse; a lock on the file's name plus
+	// ".lock", where the system has flock). Not with Name. A file belongs to one
 	// run of the group: a group started afresh (its epochs from 1 again)
 	// needs new files, or a member begins operation 1 with the votes of
 	// the last run's operation 1 (its own estimate then refuses a value
