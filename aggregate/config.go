@@ -88,7 +88,10 @@ type Config struct {
 	// halving and doubling, the ring's bytes in 2 log2 N messages;
 	// experimental) are baselines without fault tolerance; "central",
 	// a gather at member 0 and back, survives loss but not member 0's
-	// death.
+	// death. Push-Sum ("ps", "ps-iter") loses the mass a member held
+	// when it crashes or restarts, and Push-Cancel-Flow ("pcf") when it
+	// restarts: their results are then off by up to a few percent and
+	// still returned as results (docs/design.md, "Known limits").
 	Algorithm string
 	// Epsilon is the target relative accuracy of the result. Default 1e-9.
 	Epsilon float64
