@@ -33,6 +33,10 @@ var (
 	// ErrGroupMismatch reports that members of the group disagree on the
 	// operation: a vector of another length, or another configuration.
 	ErrGroupMismatch = member.ErrGroupMismatch
+	// ErrInputLost reports an operation of Push-Sum in which a member
+	// died: what it held is lost, and no set of inputs has the value the
+	// others converge to.
+	ErrInputLost = member.ErrInputLost
 	// ErrRestarted reports an operation earlier than one this member
 	// voted in before it restarted (see Config.StateFile).
 	ErrRestarted = member.ErrRestarted
@@ -89,9 +93,10 @@ type Config struct {
 	// experimental) are baselines without fault tolerance; "central",
 	// a gather at member 0 and back, survives loss but not member 0's
 	// death. Push-Sum ("ps", "ps-iter") loses the mass a member held
-	// when it crashes or restarts, and Push-Cancel-Flow ("pcf") when it
-	// restarts: their results are then off by up to a few percent and
-	// still returned as results (docs/design.md, "Known limits").
+	// when it crashes (the operation then fails with ErrInputLost) or
+	// restarts, and Push-Cancel-Flow ("pcf") when it restarts: after a
+	// restart their results are off by up to a few percent and still
+	// returned as results (docs/design.md, "Known limits").
 	Algorithm string
 	// Epsilon is the target relative accuracy of the result. Default 1e-9.
 	Epsilon float64

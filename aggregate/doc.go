@@ -153,7 +153,8 @@
 // Config.Suspect/4 is probed (ping, pong); one silent for Config.Suspect
 // despite the probes is declared dead: this member
 // excludes it (flow algorithms then compute the aggregate of the survivors;
-// Push-Sum has lost whatever it sent there) and the dead set spreads. A
+// Push-Sum has lost whatever it sent there, and fails with ErrInputLost)
+// and the dead set spreads. A
 // member that hears from a member it declared dead tells it so, and that one
 // returns ErrExcluded. If the root dies, the next lowest member takes over
 // as soon as its certificate is complete; Paxos makes it propose any result

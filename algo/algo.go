@@ -43,6 +43,11 @@ type Spec struct {
 	// Extremes itself (exchange). The runtime reduces extremes for gossip
 	// machines in its certificate; other finite machines take none.
 	Extremes bool
+	// Lossy is true when a machine loses what a member held once that
+	// member is excluded mid-operation (Push-Sum: its mass is gone), so
+	// that no set of inputs has the value the others then converge to.
+	// The runtime (package member) fails such an operation instead.
+	Lossy bool
 }
 
 // UsesGossip reports whether an operation may run a gossip algorithm (the
@@ -51,9 +56,9 @@ type Spec struct {
 func (s Spec) UsesGossip() bool { return !s.Finite || s.Fallback != "" }
 
 var specs = []Spec{
-	{Name: "ps", Summary: "Push-Sum, one send per receive (thesis Algorithm 8)",
+	{Name: "ps", Summary: "Push-Sum, one send per receive (thesis Algorithm 8)", Lossy: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushsum.New(c) }},
-	{Name: "ps-iter", Summary: "Push-Sum, one send per tick (thesis Algorithm 2)", Ticked: true,
+	{Name: "ps-iter", Summary: "Push-Sum, one send per tick (thesis Algorithm 2)", Ticked: true, Lossy: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushsum.NewIterative(c) }},
 	{Name: "central", Summary: "central gather-and-publish baseline: all to node 0 and back", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return central.New(c) }},

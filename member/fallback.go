@@ -131,6 +131,7 @@ func (m *Machine) certify(now time.Duration, o *op) {
 			m.excluded(j)
 		}
 	}
+	o.startDead = o.cert.nDead
 }
 
 // stepExchange hands an exchange message to operation o's exchange

@@ -176,6 +176,7 @@ type op struct {
 	abort     error           // the group disagrees: tell the members still gossiping
 	hello     []gossip.NodeID // members that announced themselves during the operation
 	left      []gossip.NodeID // members that left during the operation
+	startDead int             // members known dead when the certificate began (away from the start)
 }
 
 // nbrState is what an operation knows of one neighbour.
@@ -1393,6 +1394,10 @@ func (m *Machine) checkDone(now time.Duration) {
 		return
 	}
 	o := m.cur
+	if m.r.Algorithm.Lossy && o.cert != nil && o.cert.nDead > o.startDead {
+		m.finish(now, m.best(), fmt.Errorf("%w: %s cannot leave out what a member that died during operation %d held", ErrInputLost, m.r.Algorithm.Name, o.epoch))
+		return
+	}
 	if m.r.n == 1 {
 		// A group of one has its answer at once (no message will ever come
 		// to certify it).

@@ -21,6 +21,11 @@ var (
 	// silent for too long, or cut off) and finished the operation without
 	// its input. The member never gets a result that does not cover it.
 	ErrExcluded = errors.New("member: excluded by the group")
+	// ErrInputLost reports an operation of an algorithm that cannot leave
+	// out what a member held (algo.Spec.Lossy: Push-Sum) in which a
+	// member was declared dead: the value the others converge to is the
+	// average of no set of inputs, and they fail rather than return it.
+	ErrInputLost = errors.New("member: an input was lost with a member")
 	// ErrRestarted is returned for an operation earlier than the one a
 	// restarted member's earlier incarnation voted in (see HardState).
 	ErrRestarted = errors.New("member: restarted after voting in a later operation")
