@@ -38,7 +38,8 @@ var (
 	// others converge to.
 	ErrInputLost = member.ErrInputLost
 	// ErrRestarted reports an operation earlier than one this member
-	// voted in before it restarted (see Config.StateFile).
+	// voted in before it restarted, or the first operation after a
+	// restart of Push-Sum or Push-Cancel-Flow (see Config.StateFile).
 	ErrRestarted = member.ErrRestarted
 )
 
@@ -93,9 +94,12 @@ type Config struct {
 	// experimental) are baselines without fault tolerance; "central",
 	// a gather at member 0 and back, survives loss but not member 0's
 	// death. Push-Sum ("ps", "ps-iter") loses the mass a member held
-	// when it crashes (the operation then fails with ErrInputLost) or
-	// restarts, and Push-Cancel-Flow ("pcf") when it restarts: after a
-	// restart their results are off by up to a few percent and still
+	// when it crashes (the operation then fails with ErrInputLost).
+	// Push-Sum and Push-Cancel-Flow ("pcf") would count a member's input
+	// twice if it restarted within an operation: with a StateFile the
+	// restarted member sits out the first operation it is asked for
+	// (ErrRestarted, and Push-Sum's others fail with ErrInputLost);
+	// without one their results can be off by a few percent and still be
 	// returned as results (docs/design.md, "Known limits").
 	Algorithm string
 	// Epsilon is the target relative accuracy of the result. Default 1e-9.
@@ -150,7 +154,10 @@ type Config struct {
 	// killed and started again under the same ID while an operation is
 	// under way needs it: without it the new process has forgotten the
 	// votes its earlier self cast, and two members may return different
-	// results (docs/design.md, "Known limits"). If a write fails, the
+	// results (docs/design.md, "Known limits"). With Push-Sum or
+	// Push-Cancel-Flow the file also records that the member began an
+	// operation, and a member started again with it sits out its first
+	// operation (ErrRestarted). If a write fails, the
 	// operation fails and the message with the vote is not sent. Each
 	// member needs a file of its own: Join refuses one that a running
 	// member holds (ErrStateInUse; a lock on the file's name plus

@@ -179,7 +179,11 @@
 // under the same ID while an operation is under way is crash-recovery,
 // not crash-stop: it keeps that promise only with Config.StateFile, where
 // the member keeps its Paxos votes (member.HardState); without one, it has
-// forgotten them and two members may return different results.
+// forgotten them and two members may return different results. With
+// Push-Sum or Push-Cancel-Flow, which would count a restarted member's
+// input twice, the file also records that the member began an operation,
+// and the member sits out the first operation after its restart
+// (ErrRestarted).
 //
 // # Errors
 //

@@ -48,6 +48,15 @@ type Spec struct {
 	// that no set of inputs has the value the others then converge to.
 	// The runtime (package member) fails such an operation instead.
 	Lossy bool
+	// Reinjects is true when a machine started again within an operation
+	// adds its member's input to the group a second time: Push-Sum's mass,
+	// or Push-Cancel-Flow's flows, which a new machine cannot pair with
+	// the ones its neighbours hold. The runtime (package member) records,
+	// in the state a driver keeps across restarts, that the member began
+	// such an operation, and a member restarted with that record does not
+	// take part in the operation again. Push-Flow's machines take their
+	// flows back from their neighbours' and need no record.
+	Reinjects bool
 }
 
 // UsesGossip reports whether an operation may run a gossip algorithm (the
@@ -56,9 +65,9 @@ type Spec struct {
 func (s Spec) UsesGossip() bool { return !s.Finite || s.Fallback != "" }
 
 var specs = []Spec{
-	{Name: "ps", Summary: "Push-Sum, one send per receive (thesis Algorithm 8)", Lossy: true,
+	{Name: "ps", Summary: "Push-Sum, one send per receive (thesis Algorithm 8)", Lossy: true, Reinjects: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushsum.New(c) }},
-	{Name: "ps-iter", Summary: "Push-Sum, one send per tick (thesis Algorithm 2)", Ticked: true, Lossy: true,
+	{Name: "ps-iter", Summary: "Push-Sum, one send per tick (thesis Algorithm 2)", Ticked: true, Lossy: true, Reinjects: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushsum.NewIterative(c) }},
 	{Name: "central", Summary: "central gather-and-publish baseline: all to node 0 and back", Finite: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return central.New(c) }},
@@ -76,9 +85,9 @@ var specs = []Spec{
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushflow.New(c) }},
 	{Name: "pf-published", Summary: "Push-Flow exactly as Algorithm 3 (concurrent messages break conservation)",
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushflow.NewPublished(c) }},
-	{Name: "pcf", Summary: "Push-Cancel-Flow, no consecutive messages to a neighbour (thesis Algorithm 4, fixed)",
+	{Name: "pcf", Summary: "Push-Cancel-Flow, no consecutive messages to a neighbour (thesis Algorithm 4, fixed)", Reinjects: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushflow.NewPCF(c) }},
-	{Name: "pcf-published", Summary: "Push-Cancel-Flow exactly as Algorithm 4 (stalls on consecutive messages)",
+	{Name: "pcf-published", Summary: "Push-Cancel-Flow exactly as Algorithm 4 (stalls on consecutive messages)", Reinjects: true,
 		New: func(c gossip.Config) (gossip.Machine, error) { return pushflow.NewPCFPublished(c) }},
 	{Name: "pflc", Summary: "Push-Flow with local correction (thesis Algorithm 5, checksums)",
 		New: func(c gossip.Config) (gossip.Machine, error) { return pflc.New(c) }},

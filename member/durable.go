@@ -8,7 +8,9 @@ import (
 )
 
 // HardState is what a member must remember across a restart to stay safe:
-// its votes in the Paxos that decides its latest operation (see commit.go).
+// its votes in the Paxos that decides its latest operation (see commit.go)
+// and, for an algorithm that would count its input twice if it began an
+// operation again (algo.Spec.Reinjects: Push-Sum), that it began one.
 // Paxos counts on acceptors that remember what they promised and accepted;
 // a process killed and started again under the same id within an
 // operation is a new Machine that has forgotten them, and with it two
@@ -19,7 +21,8 @@ import (
 // write its HardState before sending a Ready's messages), and gives it to
 // the new Machine with Restore.
 type HardState struct {
-	// Epoch is the operation the votes are of; 0: none cast yet.
+	// Epoch is the operation the votes are of or, for an algorithm that
+	// reinjects, the last operation begun; 0: none.
 	Epoch uint64
 	// Promised is the highest ballot promised or accepted, Seen the
 	// highest ballot seen (a bid of this member goes above it).
@@ -40,6 +43,11 @@ func (m *Machine) HardState() (HardState, bool) {
 	}
 	px := &o.px
 	if !px.hasAcc && px.promised == 0 && px.seen == 0 {
+		if o.m != nil && o.epoch > m.hard.Epoch && m.r.Algorithm.Reinjects {
+			// Begun: recorded before the first message leaves.
+			m.hard = HardState{Epoch: o.epoch}
+			return m.hard, true
+		}
 		return m.hard, false
 	}
 	h := m.hard
@@ -61,7 +69,12 @@ func (m *Machine) HardState() (HardState, bool) {
 // error wrapping ErrRestarted), and begins operation hs.Epoch with those
 // votes; an exchange falls back to its gossip algorithm at once, for the
 // earlier incarnation may have vouched for a result the new one would not
-// compute again.
+// compute again. An algorithm that reinjects (algo.Spec.Reinjects) sits
+// out the first operation the machine begins, whichever it is: its earlier
+// incarnation's input may be in the group already, and what the others
+// sent it while it was down is lost, so they must go on as if it had
+// crashed (Push-Sum then fails with ErrInputLost); it takes part again
+// from the next.
 func (m *Machine) Restore(hs HardState) error {
 	if m.ops > 0 {
 		return fmt.Errorf("member: %w: Restore after operation %d began", gossip.ErrInvalidConfig, m.epoch)
@@ -82,11 +95,16 @@ func (m *Machine) Restore(hs HardState) error {
 func (m *Machine) restore(o *op) bool {
 	r := &m.restored
 	switch {
-	case r.Epoch == 0 || o.epoch > r.Epoch:
+	case r.Epoch == 0:
 		return true
 	case o.epoch < r.Epoch:
 		m.finish(o.start, Result{Epoch: o.epoch}, fmt.Errorf("%w: it voted in operation %d before it restarted, and operation %d is earlier", ErrRestarted, r.Epoch, o.epoch))
 		return false
+	case m.r.Algorithm.Reinjects && m.ops == 1:
+		m.finish(o.start, Result{Epoch: o.epoch}, fmt.Errorf("%w: it took part in operation %d before, and %s sits out the first operation after a restart (what was sent to it while it was down is lost, and its input may be in the group already)", ErrRestarted, r.Epoch, m.r.Algorithm.Name))
+		return false
+	case o.epoch > r.Epoch:
+		return true
 	}
 	px := &o.px
 	px.promised, px.seen = r.Promised, max(r.Seen, r.Promised, r.AcceptedBallot)

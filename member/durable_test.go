@@ -8,8 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/member"
+	"github.com/gossipreduce/gossipreduce/topology"
 )
 
 // A member reports its votes once each time they change, and a member
@@ -61,3 +63,56 @@ func TestHardStateIsKeptAcrossARestart(t *testing.T) {
 }
 
 func u2f(u uint64) float64 { return math.Float64frombits(u) }
+
+// An algorithm that would count a member's input twice if it began an
+// operation again (algo.Spec.Reinjects: Push-Sum, Push-Cancel-Flow)
+// records that the member began it, before its first message leaves; a
+// member restarted with that record sits out the first operation it
+// begins, whichever it is (what was sent to it while it was down is lost
+// too), and takes part again from the next. Push-Flow records nothing
+// until it votes: its machines take their flows back from their
+// neighbours'.
+func TestReinjectingAlgorithmsSitOutAfterARestart(t *testing.T) {
+	const n = 4
+	for _, c := range []struct {
+		name      string
+		reinjects bool
+	}{{"ps", true}, {"ps-iter", true}, {"pcf", true}, {"pf", false}, {"pfcc", false}} {
+		spec, err := algo.Lookup(c.name)
+		require.NoError(t, err)
+		require.Equal(t, c.reinjects, spec.Reinjects, c.name)
+		g, err := topology.Parse("complete", n)
+		require.NoError(t, err)
+		mk := func() *member.Machine {
+			m, err := member.New(member.Config{ID: 1, Graph: g, Algorithm: spec, Diameter: 1,
+				Epsilon: 1e-9, Idle: time.Millisecond, Suspect: 100 * time.Millisecond, Tick: time.Millisecond})
+			require.NoError(t, err)
+			return m
+		}
+		m := mk()
+		require.NoError(t, m.Begin(0, member.Op{Epoch: 3, Values: []float64{1}}))
+		hs, changed := m.HardState()
+		if !c.reinjects {
+			assert.False(t, changed, "%s: no record before a vote", c.name)
+			continue
+		}
+		require.True(t, changed, c.name)
+		assert.Equal(t, member.HardState{Epoch: 3}, hs, c.name)
+		_, changed = m.HardState()
+		assert.False(t, changed, "%s: reported once", c.name)
+
+		for _, epoch := range []uint64{3, 4} {
+			r := mk()
+			require.NoError(t, r.Restore(hs))
+			require.NoError(t, r.Begin(0, member.Op{Epoch: epoch, Values: []float64{1}}))
+			out, ok := r.TakeOutcome()
+			require.True(t, ok, "%s: operation %d after the restart", c.name, epoch)
+			require.ErrorIs(t, out.Err, member.ErrRestarted, c.name)
+			assert.Empty(t, r.Outbox(), "%s: nothing sent in operation %d", c.name, epoch)
+			require.NoError(t, r.Begin(0, member.Op{Epoch: epoch + 1, Values: []float64{1}}))
+			_, ok = r.TakeOutcome()
+			assert.False(t, ok, "%s: the next operation goes on", c.name)
+			assert.NotEmpty(t, r.Outbox(), c.name)
+		}
+	}
+}

@@ -27,8 +27,10 @@ var (
 	// average of no set of inputs, and they fail rather than return it.
 	ErrInputLost = errors.New("member: an input was lost with a member")
 	// ErrRestarted is returned for an operation earlier than the one a
-	// restarted member's earlier incarnation voted in (see HardState).
-	ErrRestarted = errors.New("member: restarted after voting in a later operation")
+	// restarted member's earlier incarnation voted in, or for the one it
+	// began with an algorithm that would count its input twice (see
+	// HardState).
+	ErrRestarted = errors.New("member: restarted")
 	// ErrClosed reports an operation on a closed member.
 	ErrClosed = errors.New("member: closed")
 	// ErrGroupMismatch reports that members of the group disagree on the
