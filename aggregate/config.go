@@ -77,8 +77,10 @@ type Config struct {
 	// binomial graph there, which PFCC converges on for a fraction of the
 	// messages (member.Overlay).
 	Topology string
-	// Algorithm is any name algo.Names lists; the Summary of its
-	// algo.Lookup spec says what each is. Default "exchange": it costs
+	// Algorithm is any name algo.Names lists but "pcf-published", which
+	// returns wrong averages when members crash and is refused
+	// (algo.Spec.Unsafe); the Summary of its algo.Lookup spec says what
+	// each is. Default "exchange": it costs
 	// less than twice what recursive doubling does and survives loss, bit
 	// flips and members that crash after their input left them (the
 	// result keeps their input); when a member dies or stalls for Suspect

@@ -2,12 +2,15 @@ package member_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gossipreduce/gossipreduce/algo"
+	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/member"
+	"github.com/gossipreduce/gossipreduce/topology"
 )
 
 // TestOverlay: exchange falls back on the binomial graph where the
@@ -37,4 +40,27 @@ func TestOverlay(t *testing.T) {
 	}
 	_, err := member.Overlay("moebius", 4, spec("exchange"))
 	assert.Error(t, err)
+}
+
+// The runtime refuses an algorithm known to return wrong values under its
+// faults (algo.Spec.Unsafe: Push-Cancel-Flow as published), with the
+// reason, and builds every other.
+func TestUnsafeAlgorithmsAreRefused(t *testing.T) {
+	g, err := topology.Parse("complete", 4)
+	require.NoError(t, err)
+	refused := 0
+	for _, name := range algo.Names() {
+		spec, err := algo.Lookup(name)
+		require.NoError(t, err)
+		_, err = member.New(member.Config{ID: 1, Graph: g, Algorithm: spec, Diameter: 1,
+			Epsilon: 1e-9, Idle: time.Millisecond, Suspect: 100 * time.Millisecond, Tick: time.Millisecond})
+		if spec.Unsafe == "" {
+			assert.NoError(t, err, name)
+			continue
+		}
+		refused++
+		require.ErrorIs(t, err, gossip.ErrInvalidConfig, name)
+		assert.ErrorContains(t, err, spec.Unsafe, name)
+	}
+	assert.Equal(t, 1, refused, "pcf-published alone")
 }
