@@ -95,8 +95,11 @@ type Config struct {
 	// halving and doubling, the ring's bytes in 2 log2 N messages;
 	// experimental) are baselines without fault tolerance; "central",
 	// a gather at member 0 and back, survives loss but not member 0's
-	// death. Push-Sum ("ps", "ps-iter") loses the mass a member held
-	// when it crashes (the operation then fails with ErrInputLost).
+	// death. Push-Sum ("ps", "ps-iter") and Push-Cancel-Flow ("pcf") are
+	// not fault-tolerant: a lost or duplicated message (a NATS server
+	// restart loses those in flight) changes their result without an
+	// error. Push-Sum loses the mass a member held when it crashes (the
+	// operation then fails with ErrInputLost).
 	// Push-Sum and Push-Cancel-Flow ("pcf") would count a member's input
 	// twice if it restarted within an operation: with a StateFile the
 	// restarted member sits out the first operation it is asked for
@@ -254,6 +257,9 @@ func (c Config) resolve() (*resolved, error) {
 	spec, err := algo.Lookup(c.Algorithm)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Unsafe != "" {
+		return nil, fmt.Errorf("aggregate: %w: %s is not safe in the runtime: %s", gossip.ErrInvalidConfig, spec.Name, spec.Unsafe)
 	}
 	g, err := member.Overlay(c.Topology, c.Nodes, spec)
 	if err != nil {

@@ -199,6 +199,7 @@ func TestBadInputs(t *testing.T) {
 		"topology":     {Group: "g", Nodes: 6, Topology: "hypercube"},
 		"acyclic":      {Group: "g", Nodes: 8, Topology: "dhypercube"},
 		"tick":         {Group: "g", Nodes: 2, Tick: time.Second, Suspect: time.Millisecond},
+		"unsafe":       {Group: "g", Nodes: 2, Algorithm: "pcf-published"},
 	} {
 		_, err := aggregate.Join(context.Background(), tr, cfg)
 		require.Error(t, err, name)

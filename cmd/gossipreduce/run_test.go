@@ -92,6 +92,9 @@ func TestRunPushSumWarning(t *testing.T) {
 		assert.Equal(t, 1, code, stderr)
 		assert.Contains(t, stderr, "Push-Sum (ps-iter) is not fault-tolerant (requested: "+strings.Join(faults, " ")+")")
 	}
+	code, _, stderr = runCLI(t, "run", "--algo", "pcf", "--loss", "0.1", "--nodes", "4", "--nats", "nats://127.0.0.1:1")
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stderr, "Push-Cancel-Flow (pcf) is not fault-tolerant (requested: --loss 0.1)")
 	for _, args := range [][]string{
 		{"run", "--algo", "ps", "--loss", "0", "--flip-bit", "-1", "--crash", "0"},
 		{"run", "--algo", "pfcc", "--loss", "0.1", "--crash", "1"},

@@ -49,24 +49,34 @@ func (ws *warnings) add(format string, args ...any) {
 	fmt.Fprintf(ws.w, "gossipreduce %s: warning: %s\n", ws.verb, msg)
 }
 
-// isPushSum reports whether the algorithm called name is a Push-Sum
-// ("ps", "ps-iter", …).
-func isPushSum(name string) bool {
-	return name == "ps" || strings.HasPrefix(name, "ps-")
+// notFaultTolerant names the algorithm called name if a lost or
+// duplicated message changes its result without an error: Push-Sum
+// ("ps", "ps-iter", …) and Push-Cancel-Flow ("pcf"; gossipreduce chaos
+// --algo pcf --scenario loss and dup: 22 and 25 violations in 200
+// operations, 2026-11-24).
+func notFaultTolerant(name string) (string, bool) {
+	switch {
+	case name == "ps" || strings.HasPrefix(name, "ps-"):
+		return "Push-Sum", true
+	case name == "pcf":
+		return "Push-Cancel-Flow", true
+	}
+	return "", false
 }
 
-// warnPushSum warns that Push-Sum does not survive the faults it is run
-// with (faults says which; empty for the node verb, which injects none but
-// runs in a real network).
+// warnPushSum warns that Push-Sum or Push-Cancel-Flow does not survive the
+// faults it is run with (faults says which; empty for the node verb, which
+// injects none but runs in a real network).
 func (ws *warnings) warnPushSum(name string, faults []string) {
-	if !isPushSum(name) {
+	label, ok := notFaultTolerant(name)
+	if !ok {
 		return
 	}
 	with := ""
 	if len(faults) > 0 {
 		with = " (requested: " + strings.Join(faults, ", ") + ")"
 	}
-	ws.add("Push-Sum (%s) is not fault-tolerant%s: a lost, duplicated or corrupted message or a crashed member changes the result, without an error; use the default, exchange, or pfcc", name, with)
+	ws.add("%s (%s) is not fault-tolerant%s: a lost, duplicated or corrupted message or a crashed member changes the result, without an error; use the default, exchange, or pfcc", label, name, with)
 }
 
 // warnNoKey warns that a group on an external NATS server has no group key
