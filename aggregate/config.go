@@ -96,9 +96,8 @@ type Config struct {
 	// experimental) are baselines without fault tolerance; "central",
 	// a gather at member 0 and back, survives loss but not member 0's
 	// death. Push-Sum ("ps", "ps-iter") and Push-Cancel-Flow ("pcf") are
-	// not fault-tolerant: a lost or duplicated message (a NATS server
-	// restart loses those in flight) changes their result without an
-	// error. Push-Sum loses the mass a member held when it crashes (the
+	// not fault-tolerant: a lost message (a NATS server restart loses
+	// those in flight) changes their result without an error. Push-Sum loses the mass a member held when it crashes (the
 	// operation then fails with ErrInputLost).
 	// Push-Sum and Push-Cancel-Flow ("pcf") would count a member's input
 	// twice if it restarted within an operation: with a StateFile the
