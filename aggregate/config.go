@@ -260,8 +260,8 @@ func (c Config) resolve() (*resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	if spec.Unsafe != "" {
-		return nil, fmt.Errorf("aggregate: %w: %s is not safe in the runtime: %s", gossip.ErrInvalidConfig, spec.Name, spec.Unsafe)
+	if err := spec.CheckRuntime(); err != nil {
+		return nil, err
 	}
 	g, err := member.Overlay(c.Topology, c.Nodes, spec)
 	if err != nil {

@@ -64,6 +64,16 @@ type Spec struct {
 	Unsafe string
 }
 
+// CheckRuntime returns nil if the live runtime (package member) may run
+// the algorithm, and otherwise an error wrapping gossip.ErrInvalidConfig
+// that says why not (see Unsafe).
+func (s Spec) CheckRuntime() error {
+	if s.Unsafe != "" {
+		return fmt.Errorf("algo: %w: %s is not safe in the runtime: %s", gossip.ErrInvalidConfig, s.Name, s.Unsafe)
+	}
+	return nil
+}
+
 // UsesGossip reports whether an operation may run a gossip algorithm (the
 // algorithm itself, or its fallback), which needs a strongly connected
 // overlay and its diameter.

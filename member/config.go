@@ -70,8 +70,8 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, fmt.Errorf("member: %w: no overlay", gossip.ErrInvalidConfig)
 	case c.Algorithm.New == nil:
 		return nil, fmt.Errorf("member: %w: no algorithm", gossip.ErrInvalidConfig)
-	case c.Algorithm.Unsafe != "":
-		return nil, fmt.Errorf("member: %w: %s is not safe in the runtime: %s", gossip.ErrInvalidConfig, c.Algorithm.Name, c.Algorithm.Unsafe)
+	case c.Algorithm.CheckRuntime() != nil:
+		return nil, c.Algorithm.CheckRuntime()
 	case int64(c.ID) >= int64(c.Graph.Len()):
 		return nil, fmt.Errorf("member: %w: id %d out of range [0, %d)", gossip.ErrInvalidConfig, c.ID, c.Graph.Len())
 	case !(c.Epsilon > 0 && c.Epsilon < 1):

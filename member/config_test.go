@@ -2,7 +2,6 @@ package member_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -10,7 +9,6 @@ import (
 	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/member"
-	"github.com/gossipreduce/gossipreduce/topology"
 )
 
 // TestOverlay: exchange falls back on the binomial graph where the
@@ -46,14 +44,11 @@ func TestOverlay(t *testing.T) {
 // faults (algo.Spec.Unsafe: Push-Cancel-Flow as published), with the
 // reason, and builds every other.
 func TestUnsafeAlgorithmsAreRefused(t *testing.T) {
-	g, err := topology.Parse("complete", 4)
-	require.NoError(t, err)
 	refused := 0
 	for _, name := range algo.Names() {
-		spec, err := algo.Lookup(name)
-		require.NoError(t, err)
-		_, err = member.New(member.Config{ID: 1, Graph: g, Algorithm: spec, Diameter: 1,
-			Epsilon: 1e-9, Idle: time.Millisecond, Suspect: 100 * time.Millisecond, Tick: time.Millisecond})
+		cfg := testConfig(t, 1, 4, name)
+		spec := cfg.Algorithm
+		_, err := member.New(cfg)
 		if spec.Unsafe == "" {
 			assert.NoError(t, err, name)
 			continue

@@ -8,10 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gossipreduce/gossipreduce/algo"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/member"
-	"github.com/gossipreduce/gossipreduce/topology"
 )
 
 // A member reports its votes once each time they change, and a member
@@ -78,14 +76,10 @@ func TestReinjectingAlgorithmsSitOutAfterARestart(t *testing.T) {
 		name      string
 		reinjects bool
 	}{{"ps", true}, {"ps-iter", true}, {"pcf", true}, {"pf", false}, {"pfcc", false}} {
-		spec, err := algo.Lookup(c.name)
-		require.NoError(t, err)
-		require.Equal(t, c.reinjects, spec.Reinjects, c.name)
-		g, err := topology.Parse("complete", n)
-		require.NoError(t, err)
+		cfg := testConfig(t, 1, n, c.name)
+		require.Equal(t, c.reinjects, cfg.Algorithm.Reinjects, c.name)
 		mk := func() *member.Machine {
-			m, err := member.New(member.Config{ID: 1, Graph: g, Algorithm: spec, Diameter: 1,
-				Epsilon: 1e-9, Idle: time.Millisecond, Suspect: 100 * time.Millisecond, Tick: time.Millisecond})
+			m, err := member.New(cfg)
 			require.NoError(t, err)
 			return m
 		}

@@ -18,14 +18,23 @@ import (
 // newMember builds member id of a complete group of n running pfcc.
 func newMember(t *testing.T, id, n int, authenticated bool) *member.Machine {
 	t.Helper()
-	g, err := topology.Parse("complete", n)
-	require.NoError(t, err)
-	spec, err := algo.Lookup("pfcc")
-	require.NoError(t, err)
-	m, err := member.New(member.Config{ID: gossip.NodeID(id), Graph: g, Algorithm: spec, Diameter: 1,
-		Epsilon: 1e-9, Idle: time.Millisecond, Suspect: 100 * time.Millisecond, Tick: time.Millisecond, Authenticated: authenticated})
+	cfg := testConfig(t, id, n, "pfcc")
+	cfg.Authenticated = authenticated
+	m, err := member.New(cfg)
 	require.NoError(t, err)
 	return m
+}
+
+// testConfig is the configuration of member id of a complete group of n
+// running the algorithm called name, with the tests' timings.
+func testConfig(t *testing.T, id, n int, name string) member.Config {
+	t.Helper()
+	g, err := topology.Parse("complete", n)
+	require.NoError(t, err)
+	spec, err := algo.Lookup(name)
+	require.NoError(t, err)
+	return member.Config{ID: gossip.NodeID(id), Graph: g, Algorithm: spec, Diameter: 1,
+		Epsilon: 1e-9, Idle: time.Millisecond, Suspect: 100 * time.Millisecond, Tick: time.Millisecond}
 }
 
 // An error that blames a member names it plainly only when messages are
