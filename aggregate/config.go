@@ -24,12 +24,13 @@ var (
 	// group agreed on a result. The Result then holds this node's best
 	// estimate, which the other nodes do not share.
 	ErrNotConverged = member.ErrNotConverged
-	// ErrExcluded reports that a member of the group declared this node
-	// dead (it was silent for too long, or cut off), or that the group's
-	// result leaves it out. A member never returns a result that does not
-	// cover its input; the group's result may still cover the input of a
-	// member told it was excluded, if it was decided before the
-	// declaration (docs/design.md, "Known limits").
+	// ErrExcluded reports that the group's result leaves this node out (it
+	// was silent for too long, or cut off), or that a member of the group
+	// declared it dead and no result that covers it came within Suspect
+	// after. A member never returns a result that does not cover its
+	// input, and one told it was declared dead still returns a result
+	// that covers it: the root may have decided with it before the
+	// declaration.
 	ErrExcluded = member.ErrExcluded
 	// ErrClosed reports an operation on a closed Node.
 	ErrClosed = member.ErrClosed

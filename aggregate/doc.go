@@ -156,7 +156,9 @@
 // Push-Sum has lost whatever it sent there, and fails with ErrInputLost)
 // and the dead set spreads. A
 // member that hears from a member it declared dead tells it so, and that one
-// returns ErrExcluded. If the root dies, the next lowest member takes over
+// stops taking part and waits Suspect for the result: it returns the
+// result if the result covers it (the root decided before the
+// declaration), ErrExcluded otherwise. If the root dies, the next lowest member takes over
 // as soon as its certificate is complete; Paxos makes it propose any result
 // the old root may already have had chosen.
 //

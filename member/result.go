@@ -17,12 +17,12 @@ var (
 	// holds this member's own estimate, which the other members do not share,
 	// or no Value when that estimate is not finite (never NaN or Inf).
 	ErrNotConverged = errors.New("member: not converged")
-	// ErrExcluded reports that the group declared this member dead (it was
-	// silent for too long, or cut off), or that the result it learned does
-	// not cover it. The member never gets a result that does not cover it.
-	// Told by a member that declared it dead, it does not wait to learn
-	// the result: one decided before the declaration may still cover its
-	// input (docs/design.md, "Known limits").
+	// ErrExcluded reports that the group's result leaves this member out
+	// (it was silent for too long, or cut off), or that a member declared
+	// it dead and no result that covers it came within Suspect after. The
+	// member never gets a result that does not cover it, and one told it
+	// was declared dead still takes a result that does: the root may have
+	// decided with it before the declaration.
 	ErrExcluded = errors.New("member: excluded by the group")
 	// ErrInputLost reports an operation of an algorithm that cannot leave
 	// out what a member held (algo.Spec.Lossy: Push-Sum) in which a

@@ -30,6 +30,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the tr
 //	restart ID at=D                 (killed and started again, see Net.Restart)
 //	exit-on-result ID [keep=K]
 //	partition SIDES at=D [heal=D]   (SIDES: one digit a member, "00110")
+//	tell-excluded ID by=J epoch=E at=D (J tells ID it declared ID dead)
 //	run epoch=E [time] [msgs]       (inputs: member i holds i+1)
 //
 // run prints each member's outcome and the invariant check, with time
@@ -162,6 +163,15 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 	case "slow":
 		v, _ := strconv.ParseFloat(args["factor"], 64)
 		net.Slow(id(), v)
+	case "tell-excluded":
+		// tell-excluded <id> by=<member> epoch=<E> at=<duration>: the
+		// member hears that it was declared dead, as member by tells a
+		// member it has declared (member's tagExcluded, ^uint64(0)-3).
+		by, err := strconv.Atoi(args["by"])
+		require.NoError(t, err, cmd)
+		e, err := strconv.ParseUint(args["epoch"], 10, 64)
+		require.NoError(t, err, cmd)
+		net.Inject(gossip.Message{From: gossip.NodeID(by), To: id(), Kind: gossip.KindControl, Epoch: e, Tag: ^uint64(0) - 3}, net.Now()+dur("at"))
 	case "misconfigure":
 		net.Misconfigure(id())
 	case "exit-on-result":
