@@ -901,14 +901,19 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 // result, asking its neighbours for it every Suspect/8 (a member that has
 // finished answers with it): a result that covers it is its result, taken
 // with the checks of any other (see deliver); one that leaves it out, or
-// none by then, ends the operation with ErrExcluded.
+// none by then, ends the operation with ErrExcluded. An exchange that has
+// not fallen back goes on as before for that Suspect: the members that
+// finished it answer its messages from what they stored, and its result
+// covers every member.
 func (m *Machine) outcast(now time.Duration, o *op, by gossip.NodeID) {
 	if o.outcast {
 		return
 	}
 	o.outcast, o.outcastBy, o.outcastAt = true, by, now
 	m.log.Debug("declared dead by a member; waiting for the result", "by", by)
-	m.askResult(now, o)
+	if o.cert != nil {
+		m.askResult(now, o)
+	}
 }
 
 // askResult pings every neighbour of an outcast member: one that has
@@ -1020,7 +1025,7 @@ func (m *Machine) NextTick(now time.Duration) (at time.Duration, ok bool) {
 // (a strict comparison of durations, t > d, first holds at d+1).
 func (m *Machine) opDue() time.Duration {
 	o := m.cur
-	if o.outcast {
+	if o.outcast && o.cert != nil {
 		return min(o.outcastAt+m.r.Suspect+1, o.outcastPing+m.r.Suspect/8)
 	}
 	due := time.Duration(math.MaxInt64)
@@ -1069,6 +1074,9 @@ func (m *Machine) opDue() time.Duration {
 	// complete the certificate with no step after it.
 	if c := o.cert; c != nil && o.px.phase == 0 && c.complete() && c.root() == int(m.r.ID) && c.live() >= Quorum(m.r.n) {
 		due = min(due, m.lastTick+m.r.Tick)
+	}
+	if o.outcast {
+		due = min(due, o.outcastAt+m.r.Suspect+1)
 	}
 	return due
 }
@@ -1129,10 +1137,16 @@ func (m *Machine) tickOp(now time.Duration) {
 		switch {
 		case now-o.outcastAt > m.r.Suspect:
 			m.excludedSelf(now, o, o.outcastBy)
+			return
+		case o.cert == nil:
+			// An exchange that has not fallen back goes on, asking for
+			// what it waits for (see outcast).
 		case now-o.outcastPing >= m.r.Suspect/8:
 			m.askResult(now, o)
+			return
+		default:
+			return
 		}
-		return
 	}
 	// Failure detection. A neighbour silent for a quarter of Suspect is
 	// probed, again every sixteenth, so about twelve probes go out before
