@@ -34,9 +34,14 @@ type Config struct {
 	// gossip step on its own.
 	Idle time.Duration
 	// Suspect is how long a neighbour may stay silent during an operation
-	// before this member declares it dead (it is probed from Suspect/4 on).
-	// A member sends every neighbour it has sent nothing for Suspect/5 a
-	// heartbeat, so silence means lost messages or a member not running.
+	// before this member declares it dead (it is probed from a quarter of
+	// that on). A member sends every neighbour it has sent nothing for
+	// Suspect/5 a heartbeat, so silence means lost messages or a member
+	// not running. Silence is not death on a busy machine, though: a
+	// member that hears a neighbour again after a silence of s waits at
+	// least 2s before it declares any neighbour dead, up to MaxSilence
+	// times Suspect, and forgets a quarter of s at each operation it
+	// begins. The longest such silence is in Stats.Slowest.
 	Suspect time.Duration
 	// Tick is how often the driver calls Tick. A member whose own ticks
 	// come much later than that was not running (a starved or stopped

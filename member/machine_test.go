@@ -300,6 +300,57 @@ func TestNeighboursHearAtLeastEverySuspectFifth(t *testing.T) {
 	assert.True(t, a.Active())
 }
 
+// TestLiveSilencesWidenTheLimit: a neighbour heard again after a silence
+// of s shows that s of silence is not death here (a starved process, a
+// loaded broker), and every neighbour then gets at least 2s before it is
+// declared dead, up to MaxSilence times Suspect. Neighbour 1 is heard
+// again after silences of nine tenths of the limit each time, so the limit
+// grows with the evidence, 100 ms to 180, 324, 583 and then the cap, 800;
+// then it falls silent for good. Neighbours 2 and 3 speak every 10 ms.
+func TestLiveSilencesWidenTheLimit(t *testing.T) {
+	const suspect = 100 * time.Millisecond // newMember's
+	a := newMember(t, 0, 4, false)
+	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+	ping := func(now time.Duration, from int) {
+		a.Step(now, gossip.Message{From: gossip.NodeID(from), To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 1})
+	}
+	now, alive := time.Duration(0), time.Duration(0)
+	// run ticks the member until it declares a neighbour dead or until
+	// end, with members 2 and 3 heard every 10 ms.
+	run := func(end time.Duration) (declared time.Duration) {
+		for now < end {
+			at, ok := a.NextTick(now)
+			require.True(t, ok)
+			now = min(max(at, now+time.Millisecond), alive+10*time.Millisecond, end)
+			if now-alive >= 10*time.Millisecond {
+				alive = now
+				ping(now, 2)
+				ping(now, 3)
+			}
+			a.Tick(now)
+			a.Outbox()
+			if a.Stats().Excluded > 0 {
+				return now
+			}
+		}
+		return 0
+	}
+	ping(0, 1)
+	limit, last := suspect, time.Duration(0)
+	for _, want := range []time.Duration{180, 324, 583, 800} {
+		silence := limit * 9 / 10
+		require.Zero(t, run(last+silence), "a neighbour declared dead within the limit %v", limit)
+		ping(now, 1)
+		last = now
+		assert.Equal(t, silence, a.Stats().Slowest)
+		limit = max(suspect, min(2*silence, member.MaxSilence*suspect))
+		assert.Equal(t, want*time.Millisecond, limit.Round(time.Millisecond))
+	}
+	declared := run(last + 2*limit)
+	require.NotZero(t, declared, "neighbour 1 never declared dead")
+	assert.InDelta(t, float64(last+limit), float64(declared), float64(2*time.Millisecond), "declared %v after it was last heard, limit %v", declared-last, limit)
+}
+
 // TestNoHeartbeatsAfterAStall: a tick that comes far later than Tick
 // means this member was not running (a starved process), and the silence
 // of that stretch is forgiven both ways: its neighbours' is not held
