@@ -717,9 +717,9 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		m.onControl(now, o, msg)
 		return
 	}
-	if o.outcast && !o.done && (o.cert != nil || msg.Kind != gossip.KindExchange) {
-		// Out of the operation (see outcast). An exchange that has not
-		// fallen back still takes its messages: it may yet end with the
+	if o.outcast && !o.done && msg.Kind != gossip.KindExchange {
+		// Out of the operation (see outcast). The exchange still takes
+		// its messages, fallen back or not: it may yet end with the
 		// exchange's result, which covers every member.
 		return
 	}
@@ -1045,7 +1045,11 @@ func (m *Machine) NextTick(now time.Duration) (at time.Duration, ok bool) {
 func (m *Machine) opDue() time.Duration {
 	o := m.cur
 	if o.outcast && o.cert != nil {
-		return min(o.outcastAt+m.r.Suspect+1, o.outcastPing+m.r.Suspect/8)
+		due := min(o.outcastAt+m.r.Suspect+1, o.outcastPing+m.r.Suspect/8)
+		if o.x != nil {
+			due = min(due, o.xTickAt+m.opIdle(o))
+		}
+		return due
 	}
 	due := time.Duration(math.MaxInt64)
 	// An isolated member (see tickOp) declares nobody dead and takes no
@@ -1070,10 +1074,7 @@ func (m *Machine) opDue() time.Duration {
 			due = min(due, nb.sentAt+m.beatEvery()) // as beatDue, in the same pass
 		}
 	}
-	idle := m.r.Idle
-	if o.req.Idle > 0 {
-		idle = o.req.Idle
-	}
+	idle := m.opIdle(o)
 	if d := o.idleFrom() + m.idleWait(o, idle); o.cert == nil || d < o.lastHeard+m.r.Suspect {
 		due = min(due, d)
 	}
@@ -1173,10 +1174,11 @@ func (m *Machine) tickOp(now time.Duration) {
 		case o.cert == nil:
 			// An exchange that has not fallen back goes on, asking for
 			// what it waits for (see outcast).
-		case now-o.outcastPing >= m.r.Suspect/8:
-			m.askResult(now, o)
-			return
 		default:
+			if now-o.outcastPing >= m.r.Suspect/8 {
+				m.askResult(now, o)
+			}
+			m.askExchange(now, o, m.opIdle(o))
 			return
 		}
 	}
@@ -1249,10 +1251,7 @@ func (m *Machine) tickOp(now time.Duration) {
 	// with a backoff, for what it waits for, turning to other members when
 	// its partner stays silent; rdb sends nothing), so it goes on in
 	// silence too: silence is what it is asking its way around.
-	idle := m.r.Idle
-	if o.req.Idle > 0 {
-		idle = o.req.Idle
-	}
+	idle := m.opIdle(o)
 	//
 	// An idle step that would ask again for the answer the last one asked
 	// for doubles the wait before the next one, up to a quarter of Suspect,
@@ -1298,20 +1297,7 @@ func (m *Machine) tickOp(now time.Duration) {
 			o.idleAt = now
 		}
 	}
-	if o.x != nil && o.cert != nil && now-o.xTickAt >= idle {
-		// Fallen back: the exchange still asks, now and then, for the
-		// result that members finished with meanwhile, which is the one
-		// the fallback must end with (see fallback.go). A member whose own
-		// estimate leaves out an input that R covers (a member that died
-		// after contributing) cannot confirm R otherwise, and waited out
-		// its deadline.
-		o.xTickAt = now
-		for _, msg := range o.x.Tick(m.scratch[:0]) {
-			o.sent++
-			m.send(msg)
-		}
-		m.scratch = m.scratch[:0]
-	}
+	m.askExchange(now, o, idle)
 	if o.x != nil && o.cert == nil {
 		m.noteExchange(now, o)
 		if now-o.progressAt > m.r.Suspect {
@@ -1320,6 +1306,33 @@ func (m *Machine) tickOp(now time.Duration) {
 	}
 	m.paxosTick(now)
 	m.checkDone(now)
+}
+
+// opIdle is operation o's idle period: Config.Idle, or the operation's own.
+func (m *Machine) opIdle(o *op) time.Duration {
+	if o.req.Idle > 0 {
+		return o.req.Idle
+	}
+	return m.r.Idle
+}
+
+// askExchange lets a member that has fallen back from the exchange ask,
+// every idle period, for the result that members finished the exchange
+// with meanwhile, which is the one the fallback must end with (see
+// fallback.go). A member whose own estimate leaves out an input that R
+// covers (a member that died after contributing) cannot confirm R
+// otherwise, and waited out its deadline; nor can a member declared dead
+// (see outcast), which no longer gossips.
+func (m *Machine) askExchange(now time.Duration, o *op, idle time.Duration) {
+	if o.x == nil || o.cert == nil || now-o.xTickAt < idle {
+		return
+	}
+	o.xTickAt = now
+	for _, msg := range o.x.Tick(m.scratch[:0]) {
+		o.sent++
+		m.send(msg)
+	}
+	m.scratch = m.scratch[:0]
 }
 
 // idleFrom is when operation o's idle wait started: its last send, or its
