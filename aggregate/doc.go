@@ -171,7 +171,11 @@
 // neighbour at once: a member that hears nobody for Suspect/2 takes itself
 // to be the one cut off (a server frozen with its connections open) and
 // declares nobody dead until it hears someone again, and then forgives
-// the others the same stretch (member.Stats.Isolations).
+// the others the same stretch (member.Stats.Isolations). Nor is a silence
+// that live members have already shown: a member that hears a neighbour
+// again after a silence of s waits at least 2s before it declares any
+// neighbour dead, up to member.MaxSilence times Suspect (a loaded broker
+// holds messages back; member.Stats.Slowest).
 //
 // Failures are crash-stop or slowness; a member that was only slow (paused
 // longer than Suspect) and finds itself declared dead returns ErrExcluded,

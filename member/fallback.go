@@ -35,8 +35,9 @@ import (
 //     R and for how many of them accepted it. A member whose count reaches
 //     a majority knows that R is chosen, and returns it with no certificate
 //     and no broadcast: that is the fault-free path, 2·⌊log2 N⌋ messages.
-//   - A member falls back when the exchange makes no step for Suspect (an
-//     input was lost, or too few are left to vouch), when the exchange
+//   - A member falls back when the exchange makes no step for Suspect, or
+//     longer once its steps have been slow (see stepLimit: an input was
+//     lost, or too few are left to vouch), when the exchange
 //     finds that members hold different results, or when a fallback
 //     message or a Paxos message of the operation arrives. Its promises
 //     report R at ballot 0 if it accepted R, and since member 0 has no fast
@@ -158,6 +159,9 @@ func (m *Machine) stepExchange(now time.Duration, o *op, msg gossip.Message) {
 // back).
 func (m *Machine) noteExchange(now time.Duration, o *op) {
 	if p := o.x.Progress(); p != o.progress {
+		if gap := now - o.progressAt; gap > m.slowStep {
+			m.slowStep = gap // see stepLimit
+		}
 		o.progress, o.progressAt = p, now
 	}
 	if o.x.Accepted() && !o.px.hasAcc {
@@ -169,6 +173,24 @@ func (m *Machine) noteExchange(now time.Duration, o *op) {
 	if o.x.Mismatch() && o.cert == nil && !o.done {
 		m.fallback(now, o, "members hold different results")
 	}
+}
+
+// stepLimit is how long operation o's exchange may make no step before
+// this member falls back: Suspect, or four times that before its first
+// step in this member's first operation (the group may still be starting,
+// as limit allows a neighbour never heard from); and at least twice the
+// longest wait for a step that came (slowStep), up to MaxSilence times
+// Suspect. An exchange that falls back because its partners are slow, not
+// gone, hands the operation to gossip, which sends a hundred times the
+// messages into the same slow broker: ten groups of 16 member processes
+// beside six busy loops then sent about 2,800 messages a member in 30 s
+// and did not converge, where the exchange alone sends 10 to 100.
+func (m *Machine) stepLimit(o *op) time.Duration {
+	d := m.r.Suspect
+	if o.progress == 0 && m.ops == 1 {
+		d = 4 * m.r.Suspect
+	}
+	return max(d, min(2*m.slowStep, MaxSilence*m.r.Suspect))
 }
 
 // offeredR reports whether proposal prop (root, result payload) is the

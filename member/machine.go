@@ -249,8 +249,10 @@ type Machine struct {
 	// stall (see Tick). Zero when the driver ticks regularly.
 	skipTo time.Duration
 	// slowest is the longest silence after which a watched neighbour was
-	// heard again, less a quarter at each operation begun (see limit).
-	slowest time.Duration
+	// heard again, and slowStep the longest wait for a step of the
+	// exchange that came, less a quarter at each operation begun (see
+	// limit and stepLimit).
+	slowest, slowStep time.Duration
 	// backlog is how many received messages the driver said wait behind
 	// the next Step (see Backlog).
 	backlog int
@@ -495,6 +497,7 @@ func (m *Machine) Begin(now time.Duration, req Op) error {
 	}
 	m.epoch = epoch
 	m.slowest -= m.slowest / 4
+	m.slowStep -= m.slowStep / 4
 	m.ops++
 	m.stats.Operations++
 	r := m.r
@@ -1084,7 +1087,7 @@ func (m *Machine) opDue() time.Duration {
 	if o.x != nil && o.cert == nil {
 		// The exchange's progress is noted as it steps (noteExchange):
 		// only the fallback after Suspect without it is the tick's.
-		due = min(due, o.progressAt+m.r.Suspect+1)
+		due = min(due, o.progressAt+m.stepLimit(o)+1)
 	}
 	if px := &o.px; px.phase == 1 || px.phase == 2 {
 		due = min(due, px.phaseAt+m.r.Suspect/2+1, px.resentAt+m.r.Suspect/8+1)
@@ -1300,7 +1303,7 @@ func (m *Machine) tickOp(now time.Duration) {
 	m.askExchange(now, o, idle)
 	if o.x != nil && o.cert == nil {
 		m.noteExchange(now, o)
-		if now-o.progressAt > m.r.Suspect {
+		if now-o.progressAt > m.stepLimit(o) {
 			m.fallback(now, o, fmt.Sprintf("no step of the exchange for %v", now-o.progressAt))
 		}
 	}

@@ -31,10 +31,11 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the tr
 //	exit-on-result ID [keep=K]
 //	partition SIDES at=D [heal=D]   (SIDES: one digit a member, "00110")
 //	tell-excluded ID by=J epoch=E at=D (J tells ID it declared ID dead)
-//	run epoch=E [time] [msgs]       (inputs: member i holds i+1)
+//	run epoch=E [time] [msgs] [fallbacks] (inputs: member i holds i+1)
 //
 // run prints each member's outcome and the invariant check, with time
-// how long the operation took and with msgs the messages sent a member. Run with
+// how long the operation took, with msgs the messages sent a member and with
+// fallbacks how many members fell back from the exchange. Run with
 // -rewrite to regenerate the expected output after a deliberate change.
 func TestTraces(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
@@ -193,11 +194,14 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		for i := range in {
 			in[i] = []float64{float64(i + 1)}
 		}
-		t0, m0 := net.Now(), net.Messages
+		t0, m0, fb0 := net.Now(), net.Messages, fallbacks(net, *np)
 		outs := net.Run(e, in, nil, 10*time.Second)
 		var lines []string
 		if slices.Contains(pos, "time") { // run … time: how long it ran, simulated
 			lines = append(lines, fmt.Sprintf("took %v", (net.Now()-t0).Round(time.Millisecond)))
+		}
+		if slices.Contains(pos, "fallbacks") { // run … fallbacks: members that fell back from the exchange
+			lines = append(lines, fmt.Sprintf("fallbacks %d", fallbacks(net, *np)-fb0))
 		}
 		if slices.Contains(pos, "msgs") {
 			lines = append(lines, fmt.Sprintf("messages a member %.1f", float64(net.Messages-m0)/float64(*np)))
@@ -227,6 +231,16 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		t.Fatalf("unknown trace command %q", f[0])
 	}
 	return "ok"
+}
+
+// fallbacks counts the operations the members of net handed from a finite
+// algorithm to its fallback.
+func fallbacks(net *Net, n int) int {
+	f := 0
+	for i := range n {
+		f += net.Machine(gossip.NodeID(i)).Stats().Fallbacks
+	}
+	return f
 }
 
 // errKind names the runtime error an outcome wraps.
