@@ -27,7 +27,7 @@ var (
 	// ErrExcluded reports that the group's result leaves this node out (it
 	// was silent for too long, or cut off), or that a member of the group
 	// declared it dead and no result that covers it came within Suspect
-	// after. A member never returns a result that does not cover its
+	// after (or longer, see Config.Suspect). A member never returns a result that does not cover its
 	// input, and one told it was declared dead still returns a result
 	// that covers it: the root may have decided with it before the
 	// declaration.

@@ -919,12 +919,13 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 // not heard the result yet (ten groups of 16 member processes on 2 cores:
 // members told so returned ErrExcluded while every other member returned
 // the average of all 16 inputs, theirs included). So it stops taking part
-// (no gossip, no votes, no failure detection) and waits Suspect for the
-// result, asking its neighbours for it every Suspect/8 (a member that has
-// finished answers with it): a result that covers it is its result, taken
-// with the checks of any other (see deliver); one that leaves it out, or
-// none by then, ends the operation with ErrExcluded. An exchange that has
-// not fallen back goes on as before for that Suspect: the members that
+// (no gossip, no votes, no failure detection) and waits for the result as
+// long as it would for a silent neighbour (Suspect, or longer after slow
+// ones: see patience), asking its neighbours for it every Suspect/8 (a
+// member that has finished answers with it): a result that covers it is
+// its result, taken with the checks of any other (see deliver); one that
+// leaves it out, or none by then, ends the operation with ErrExcluded. An exchange that has
+// not fallen back goes on as before for that while: the members that
 // finished it answer its messages from what they stored, and its result
 // covers every member.
 func (m *Machine) outcast(now time.Duration, o *op, by gossip.NodeID) {
@@ -1048,7 +1049,7 @@ func (m *Machine) NextTick(now time.Duration) (at time.Duration, ok bool) {
 func (m *Machine) opDue() time.Duration {
 	o := m.cur
 	if o.outcast && o.cert != nil {
-		due := min(o.outcastAt+m.r.Suspect+1, o.outcastPing+m.r.Suspect/8)
+		due := min(o.outcastAt+m.patience()+1, o.outcastPing+m.r.Suspect/8)
 		if o.x != nil {
 			due = min(due, o.xTickAt+m.opIdle(o))
 		}
@@ -1099,7 +1100,7 @@ func (m *Machine) opDue() time.Duration {
 		due = min(due, m.lastTick+m.r.Tick)
 	}
 	if o.outcast {
-		due = min(due, o.outcastAt+m.r.Suspect+1)
+		due = min(due, o.outcastAt+m.patience()+1)
 	}
 	return due
 }
@@ -1124,7 +1125,15 @@ func (m *Machine) limit(nb *nbrState) time.Duration {
 	if !nb.ever && m.ops == 1 {
 		d = 4 * m.r.Suspect
 	}
-	return max(d, min(2*m.slowest, MaxSilence*m.r.Suspect))
+	return max(d, m.patience())
+}
+
+// patience is how long this member waits for a neighbour it has heard
+// from, or for the result once it has been declared dead (see outcast):
+// Suspect, or twice the longest silence of a live neighbour, up to
+// MaxSilence times Suspect (see limit).
+func (m *Machine) patience() time.Duration {
+	return max(m.r.Suspect, min(2*m.slowest, MaxSilence*m.r.Suspect))
 }
 
 // beatEvery is how long a member may send a watched neighbour nothing
@@ -1171,7 +1180,7 @@ func (m *Machine) tickOp(now time.Duration) {
 	o := m.cur
 	if o.outcast {
 		switch {
-		case now-o.outcastAt > m.r.Suspect:
+		case now-o.outcastAt > m.patience():
 			m.excludedSelf(now, o, o.outcastBy)
 			return
 		case o.cert == nil:

@@ -19,7 +19,8 @@ var (
 	ErrNotConverged = errors.New("member: not converged")
 	// ErrExcluded reports that the group's result leaves this member out
 	// (it was silent for too long, or cut off), or that a member declared
-	// it dead and no result that covers it came within Suspect after. The
+	// it dead and no result that covers it came within Suspect after (or
+	// longer, see Config.Suspect). The
 	// member never gets a result that does not cover it, and one told it
 	// was declared dead still takes a result that does: the root may have
 	// decided with it before the declaration.
