@@ -17,15 +17,19 @@ import (
 // leaveRun is a two-member exchange in which member 1 misses member 0's
 // vouch, the message of the exchange's second pass: once both have
 // joined, every message from 0 to 1 after the first (0's step message) is
-// held (for an hour: longer than the test lives) until 0 has its result.
-// Member 0 then leaves by calling leave with a context that ends once
-// member 1 has returned; leaveRun returns member 1's error.
-func leaveRun(t *testing.T, leave func(context.Context, *aggregate.Node) error) error {
+// held (for an hour: longer than the test lives) until 0 has its result
+// and member 1 has sent it asks messages since. Member 0 then leaves by
+// calling leave with a context that ends once member 1 has returned (or
+// after a minute); leaveRun returns member 0 and member 1's error.
+func leaveRun(t *testing.T, asks int32, leave func(context.Context, *aggregate.Node) error) (*aggregate.Node, error) {
 	t.Helper()
-	var hold atomic.Bool
-	var passed atomic.Int32
+	var hold, finished atomic.Bool
+	var passed, asked atomic.Int32
 	tr, err := transport.NewMemory(transport.MemoryOptions{Delay: func(from, to gossip.NodeID) time.Duration {
-		if from == 0 && to == 1 && hold.Load() && passed.Add(1) > 1 {
+		if from == 1 && to == 0 && finished.Load() {
+			asked.Add(1)
+		}
+		if from == 0 && to == 1 && hold.Load() && passed.Add(1) > 1 && (!finished.Load() || asked.Load() < asks) {
 			return time.Hour
 		}
 		return 0
@@ -40,27 +44,27 @@ func leaveRun(t *testing.T, leave func(context.Context, *aggregate.Node) error) 
 
 	errb := make(chan error, 1)
 	go func() {
-		_, err := b.Average(timeout(t, 2*time.Second), []float64{3})
+		_, err := b.Average(timeout(t, time.Minute), []float64{3})
 		errb <- err
 	}()
 	res, err := a.Average(timeout(t, 10*time.Second), []float64{1})
 	require.NoError(t, err)
 	assert.Equal(t, []float64{2}, res.Value)
-	hold.Store(false)
+	finished.Store(true)
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	left := make(chan error, 1)
 	go func() { left <- leave(ctx, a) }()
 	err = <-errb
 	cancel()
 	require.NoError(t, <-left)
-	return err
+	return a, err
 }
 
 // A member that leaves with Leave answers a partner that missed its vouch,
 // so the partner finishes too.
 func TestLeaveAnswersTheLate(t *testing.T) {
-	err := leaveRun(t, func(ctx context.Context, a *aggregate.Node) error { return a.Leave(ctx) })
+	_, err := leaveRun(t, 0, func(ctx context.Context, a *aggregate.Node) error { return a.Leave(ctx) })
 	assert.NoError(t, err)
 }
 
@@ -69,6 +73,43 @@ func TestLeaveAnswersTheLate(t *testing.T) {
 // only source; the partner falls back to PFCC, in which one member of two
 // is no majority), and the partner ends with ErrNotConverged.
 func TestCloseAtOnceStrandsTheLate(t *testing.T) {
-	err := leaveRun(t, func(_ context.Context, a *aggregate.Node) error { return a.Close() })
+	_, err := leaveRun(t, 0, func(_ context.Context, a *aggregate.Node) error { return a.Close() })
 	assert.ErrorIs(t, err, aggregate.ErrNotConverged)
+}
+
+// A member that leaves stays while a member still at the operation keeps
+// asking it (Stats.Late grows), past the Suspect of quiet after which it
+// would go: member 1 misses member 0's vouch until it has sent member 0
+// 120 messages since 0 had its result (asks, probes and heartbeats:
+// about three seconds, three times the Suspect of quiet), and member 0 must
+// still be there to answer. With Stats.Late left uncounted, member 0 left
+// after one second and member 1 ran into its deadline.
+func TestLeaveStaysForAStraggler(t *testing.T) {
+	a, err := leaveRun(t, 120, func(ctx context.Context, a *aggregate.Node) error { return a.Leave(ctx) })
+	assert.NoError(t, err, "the straggler did not finish: its partner left")
+	assert.GreaterOrEqual(t, a.Stats().Late, 120)
+}
+
+// Leave does not wait out a generous deadline when no member is still at
+// the operation: it goes once nobody has sent it anything for Suspect.
+func TestLeaveGoesWhenNobodyAsks(t *testing.T) {
+	tr, err := transport.NewMemory(transport.MemoryOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { tr.Close() })
+	cfg := aggregate.Config{Group: "quiet", Nodes: 2, Algorithm: "exchange", Suspect: 100 * time.Millisecond}
+	a := joinOne(t, tr, cfg)
+	cfg.ID = 1
+	b := joinOne(t, tr, cfg)
+	errb := make(chan error, 1)
+	go func() {
+		_, err := b.Average(timeout(t, time.Minute), []float64{3})
+		errb <- err
+	}()
+	_, err = a.Average(timeout(t, time.Minute), []float64{1})
+	require.NoError(t, err)
+	require.NoError(t, <-errb)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	require.NoError(t, a.Leave(ctx))
+	assert.NoError(t, ctx.Err(), "Leave waited for its deadline with nobody asking")
 }

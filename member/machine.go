@@ -145,6 +145,11 @@ type Stats struct {
 	// Joins and Leaves count the membership announcements heard: members
 	// that joined or came back, and members that left.
 	Joins, Leaves int
+	// Late counts the messages of operations this member had finished:
+	// from members still at them, which it answers (the result, or what
+	// the exchange stored). While it grows, a member that leaves takes
+	// with it what they may still need (see aggregate.Node.Leave).
+	Late int
 }
 
 // op is one operation: under way, or finished and kept for a while to
@@ -686,6 +691,9 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 	o := m.opFor(msg.Epoch)
 	if o == nil {
 		return // long finished; its result went out then
+	}
+	if o.done {
+		m.stats.Late++
 	}
 	var nb *nbrState // the sender's, if it is a neighbour
 	if k, ok := m.nbrIndex(msg.From); ok && k < len(o.nbr) && !o.done {

@@ -82,9 +82,9 @@ func (c *nodeCmd) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.min, "min-members", 0, "with --name: wait until the view has at least this many members before the operation")
 	fs.StringVar(&c.value, "value", "", "this member's vector, comma separated (required)")
 	fs.BoolVar(&c.sum, "sum", false, "compute the sum instead of the average")
-	fs.DurationVar(&c.linger, "linger", time.Second, "after its result, stay in the group this long before leaving, answering members still at it "+
+	fs.DurationVar(&c.linger, "linger", 10*time.Second, "after its result, stay in the group up to this long before leaving, answering members still at it "+
 		"(a partner that lost a message; with exchange, a member asking for a partial or the result that only finished members hold; "+
-		"after a disagreement, the members that have not heard of it); 0 leaves at once")
+		"after a disagreement, the members that have not heard of it); it leaves sooner, after --suspect, once none has sent it anything for --suspect; 0 leaves at once")
 	fs.StringVar(&c.state, "state-file", "", "keep this member's votes in this file across restarts (one file a member): a member killed and started again under the same --id "+
 		"while an operation is under way needs it, or the group may decide two results; a file belongs to one run of the group (start a new run with new files); not with --name")
 }
