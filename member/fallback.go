@@ -164,14 +164,20 @@ func (m *Machine) noteExchange(now time.Duration, o *op) {
 		}
 		o.progress, o.progressAt = p, now
 	}
+	m.noteAccepted(o)
+	if o.x.Mismatch() && o.cert == nil && !o.done {
+		m.fallback(now, o, "members hold different results")
+	}
+}
+
+// noteAccepted records, as its acceptance at ballot 0, the result the
+// exchange's first pass ended with here, if it did.
+func (m *Machine) noteAccepted(o *op) {
 	if o.x.Accepted() && !o.px.hasAcc {
 		m.est = o.x.Estimate(m.est[:0])
 		o.xResult = resultPayload(m.est, extremesOf(o.x), m.r.n, newBitset(m.r.n))
 		o.px.accepted = append([]float64{0}, o.xResult...)
 		o.px.accB, o.px.hasAcc = 0, true
-	}
-	if o.x.Mismatch() && o.cert == nil && !o.done {
-		m.fallback(now, o, "members hold different results")
 	}
 }
 
@@ -222,7 +228,11 @@ func (m *Machine) fallback(now time.Duration, o *op, why string) {
 		return
 	}
 	o.x.Refuse()
-	m.noteExchange(now, o) // an acceptance before the refusal stands
+	// An acceptance before the refusal stands. (Not noteExchange: on a
+	// mismatch it falls back, and this call recursed until the stack
+	// overflowed, seen when a member restarted under its id with another
+	// input.)
+	m.noteAccepted(o)
 	gm, err := m.r.fallback.New(m.gossipConfig(o.req, o.epoch))
 	if err != nil {
 		m.finish(now, Result{}, fmt.Errorf("member: fallback to %s: %w", m.r.fallback.Name, err))

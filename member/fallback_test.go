@@ -159,3 +159,38 @@ func TestNoFastBallotInAFallback(t *testing.T) {
 		assert.NotEqual(t, tagPropose, msg.Tag, "a proposal without a prepare")
 	}
 }
+
+// mismatching is an exchange machine that reports that members hold
+// different results, as a member restarted under its id with another input
+// makes the exchange find.
+type mismatching struct{ twoPass }
+
+func (mismatching) Mismatch() bool { return true }
+
+// TestMismatchFallsBackOnce: an exchange that finds members holding
+// different results falls back once. Falling back took in what the
+// exchange did, found the mismatch again and fell back again, recursing
+// until the stack overflowed: found by a helper with real processes, a
+// member killed and started again with another --value, which took the
+// restarted member and a neighbour down with a fatal error and no output.
+func TestMismatchFallsBackOnce(t *testing.T) {
+	g, err := topology.Parse("complete", 2)
+	require.NoError(t, err)
+	spec, err := algo.Lookup("exchange")
+	require.NoError(t, err)
+	build := spec.New
+	spec.New = func(cfg gossip.Config) (gossip.Machine, error) {
+		gm, err := build(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return mismatching{gm.(twoPass)}, nil
+	}
+	m, err := New(Config{ID: 0, Graph: g, Algorithm: spec, Diameter: 1,
+		Epsilon: 1e-9, Idle: time.Millisecond, Suspect: 100 * time.Millisecond, Tick: time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, m.Begin(0, Op{Values: []float64{1}}))
+	m.Tick(time.Millisecond)
+	assert.Equal(t, 1, m.Stats().Fallbacks)
+	assert.True(t, m.Active(), "the fallback runs the operation on")
+}
