@@ -932,10 +932,10 @@ func (m *Machine) onControl(now time.Duration, o *op, msg gossip.Message) {
 // ones: see patience), asking its neighbours for it every Suspect/8 (a
 // member that has finished answers with it): a result that covers it is
 // its result, taken with the checks of any other (see deliver); one that
-// leaves it out, or none by then, ends the operation with ErrExcluded. An exchange that has
-// not fallen back goes on as before for that while: the members that
-// finished it answer its messages from what they stored, and its result
-// covers every member.
+// leaves it out, or none by then, ends the operation with ErrExcluded.
+// An exchange goes on meanwhile, and one fallen back still asks for its
+// result (see askExchange): the members that finished it answer its
+// messages from what they stored, and its result covers every member.
 func (m *Machine) outcast(now time.Duration, o *op, by gossip.NodeID) {
 	if o.outcast {
 		return
