@@ -351,6 +351,50 @@ func TestLiveSilencesWidenTheLimit(t *testing.T) {
 	assert.InDelta(t, float64(last+limit), float64(declared), float64(2*time.Millisecond), "declared %v after it was last heard, limit %v", declared-last, limit)
 }
 
+// TestOutcastWaitsAsForASilentNeighbour: a member told that it was
+// declared dead waits for the result as long as it would wait for a silent
+// neighbour (Suspect, or twice the longest silence of a live one), then
+// gives up with ErrExcluded. Neighbour 1 is heard again after 90 ms of
+// silence (Suspect 100 ms), so the member waits 180 ms, not 100.
+func TestOutcastWaitsAsForASilentNeighbour(t *testing.T) {
+	const suspect = 100 * time.Millisecond // newMember's
+	a := newMember(t, 0, 4, false)
+	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+	ping := func(now time.Duration, from int) {
+		a.Step(now, gossip.Message{From: gossip.NodeID(from), To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 1})
+	}
+	now := time.Duration(0)
+	for j := 1; j < 4; j++ {
+		ping(now, j)
+	}
+	for now < 90*time.Millisecond { // ticks every 1 ms; 2 and 3 speak every 10 ms, 1 is silent
+		now += time.Millisecond
+		if now%(10*time.Millisecond) == 0 {
+			ping(now, 2)
+			ping(now, 3)
+		}
+		a.Tick(now)
+		a.Outbox()
+	}
+	ping(now, 1)
+	require.Equal(t, 90*time.Millisecond, a.Stats().Slowest)
+	told := now
+	a.Step(now, gossip.Message{From: 2, To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 3})
+	var out member.Outcome
+	for done := false; !done && now < told+time.Second; {
+		at, ok := a.NextTick(now)
+		require.True(t, ok)
+		now = max(at, now+time.Millisecond)
+		a.Tick(now)
+		a.Outbox()
+		out, done = a.TakeOutcome()
+	}
+	require.ErrorIs(t, out.Err, member.ErrExcluded)
+	assert.Greater(t, now-told, 2*90*time.Millisecond, "gave up %v after it was told, before the patience a live silence taught", now-told)
+	assert.LessOrEqual(t, now-told, 2*90*time.Millisecond+2*time.Millisecond)
+	assert.Greater(t, now-told, suspect)
+}
+
 // TestNoHeartbeatsAfterAStall: a tick that comes far later than Tick
 // means this member was not running (a starved process), and the silence
 // of that stretch is forgiven both ways: its neighbours' is not held
