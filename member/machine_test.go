@@ -37,6 +37,20 @@ func testConfig(t *testing.T, id, n int, name string) member.Config {
 		Epsilon: 1e-9, Idle: time.Millisecond, Suspect: 100 * time.Millisecond, Tick: time.Millisecond}
 }
 
+// The machine's reserved control tags (member/machine.go), as the tests
+// send them.
+const (
+	pingTag     = ^uint64(0) - 1
+	pongTag     = ^uint64(0) - 2
+	excludedTag = ^uint64(0) - 3
+)
+
+// toZero is a control message with tag from member from to member 0, in
+// epoch 1.
+func toZero(from int, tag uint64) gossip.Message {
+	return gossip.Message{From: gossip.NodeID(from), To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: tag}
+}
+
 // An error that blames a member names it plainly only when messages are
 // authenticated; otherwise it says the sender is what the message claims.
 func TestMismatchNamesTheSender(t *testing.T) {
@@ -176,7 +190,7 @@ func TestIsolatedMemberIsNotTickedForNothing(t *testing.T) {
 	a := newMember(t, 0, 4, false)
 	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
 	ping := func(from int) gossip.Message { // any message counts as hearing from its sender
-		return gossip.Message{From: gossip.NodeID(from), To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 1}
+		return toZero(from, pingTag)
 	}
 	for j := 1; j < 4; j++ {
 		a.Step(time.Millisecond, ping(j))
@@ -223,7 +237,7 @@ func TestIsolatedMemberIsNotTickedForNothing(t *testing.T) {
 func TestEarlyPongCountsAsHeard(t *testing.T) {
 	const suspect = 100 * time.Millisecond // newMember's
 	a := newMember(t, 0, 4, false)
-	pong := gossip.Message{From: 1, To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 2}
+	pong := toZero(1, pongTag)
 	a.Step(0, pong)
 	assert.Zero(t, a.Stats().Buffered, "a pong is noted, not buffered")
 	require.NoError(t, a.Begin(time.Millisecond, member.Op{Epoch: 1, Values: []float64{1}}))
@@ -234,7 +248,7 @@ func TestEarlyPongCountsAsHeard(t *testing.T) {
 		if now-alive >= 10*time.Millisecond { // members 2 and 3 are alive
 			alive = now
 			for j := 2; j < 4; j++ {
-				a.Step(now, gossip.Message{From: gossip.NodeID(j), To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 1})
+				a.Step(now, toZero(j, pingTag))
 			}
 		}
 		a.Tick(now)
@@ -260,7 +274,7 @@ func TestNeighboursHearAtLeastEverySuspectFifth(t *testing.T) {
 	a := newMember(t, 0, 4, false)
 	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
 	pong := func(from int) gossip.Message {
-		return gossip.Message{From: gossip.NodeID(from), To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 2}
+		return toZero(from, pongTag)
 	}
 	last := map[gossip.NodeID]time.Duration{1: 0, 2: 0, 3: 0}
 	beats := 0
@@ -269,7 +283,7 @@ func TestNeighboursHearAtLeastEverySuspectFifth(t *testing.T) {
 			if _, ok := last[msg.To]; !ok {
 				continue
 			}
-			if msg.Kind == gossip.KindControl && msg.Tag == ^uint64(0)-2 && now > 0 {
+			if msg.Kind == gossip.KindControl && msg.Tag == pongTag && now > 0 {
 				beats++
 				assert.GreaterOrEqual(t, now-last[msg.To], suspect/10, "a heartbeat to %d at %v, %v after the last message to it", msg.To, now, now-last[msg.To])
 			}
@@ -311,9 +325,7 @@ func TestLiveSilencesWidenTheLimit(t *testing.T) {
 	const suspect = 100 * time.Millisecond // newMember's
 	a := newMember(t, 0, 4, false)
 	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
-	ping := func(now time.Duration, from int) {
-		a.Step(now, gossip.Message{From: gossip.NodeID(from), To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 1})
-	}
+	ping := func(now time.Duration, from int) { a.Step(now, toZero(from, pingTag)) }
 	now, alive := time.Duration(0), time.Duration(0)
 	// run ticks the member until it declares a neighbour dead or until
 	// end, with members 2 and 3 heard every 10 ms.
@@ -360,9 +372,7 @@ func TestOutcastWaitsAsForASilentNeighbour(t *testing.T) {
 	const suspect = 100 * time.Millisecond // newMember's
 	a := newMember(t, 0, 4, false)
 	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
-	ping := func(now time.Duration, from int) {
-		a.Step(now, gossip.Message{From: gossip.NodeID(from), To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 1})
-	}
+	ping := func(now time.Duration, from int) { a.Step(now, toZero(from, pingTag)) }
 	now := time.Duration(0)
 	for j := 1; j < 4; j++ {
 		ping(now, j)
@@ -379,7 +389,7 @@ func TestOutcastWaitsAsForASilentNeighbour(t *testing.T) {
 	ping(now, 1)
 	require.Equal(t, 90*time.Millisecond, a.Stats().Slowest)
 	told := now
-	a.Step(now, gossip.Message{From: 2, To: 0, Kind: gossip.KindControl, Epoch: 1, Tag: ^uint64(0) - 3})
+	a.Step(now, toZero(2, excludedTag))
 	var out member.Outcome
 	for done := false; !done && now < told+time.Second; {
 		at, ok := a.NextTick(now)
@@ -413,7 +423,7 @@ func TestNoHeartbeatsAfterAStall(t *testing.T) {
 	require.Equal(t, 1, a.Stats().Stalls)
 	assert.Zero(t, a.Stats().Heartbeats, "heartbeats right after a stall")
 	for _, msg := range a.Outbox() {
-		assert.False(t, msg.Kind == gossip.KindControl && msg.Tag == ^uint64(0)-2, "a pong to %d right after a stall", msg.To)
+		assert.False(t, msg.Kind == gossip.KindControl && msg.Tag == pongTag, "a pong to %d right after a stall", msg.To)
 	}
 }
 
