@@ -69,7 +69,8 @@ func TestSlowingAMemberRearmsItsTicks(t *testing.T) {
 	}
 	net.Run(1, inputs, nil, 10*time.Second)
 	far := 0
-	for i, nd := range net.nodes {
+	for i := range net.nodes {
+		nd := &net.nodes[i]
 		if i == 5 {
 			continue
 		}

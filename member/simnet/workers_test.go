@@ -78,7 +78,7 @@ func TestPostsAreQueuedInTheSendersOrder(t *testing.T) {
 	const at = time.Hour // after every tick queued by New
 	src := net.shards[0]
 	for _, from := range []gossip.NodeID{1, 0} { // 1 took its turn first
-		src.post(net.nodes[from], from, posted{at: at, ev: event{kind: evDeliver, to: 3}, msg: gossip.Message{From: from, To: 3}})
+		src.post(&net.nodes[from], from, posted{at: at, ev: event{kind: evDeliver, to: 3}, msg: gossip.Message{From: from, To: 3}})
 	}
 	net.each(func(s *shard) { s.window(0, 0) }) // a window with nothing to handle
 	net.post()
