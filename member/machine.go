@@ -427,6 +427,11 @@ func (m *Machine) GiveUp(now time.Duration, cause error) {
 	state := ""
 	if c := o.cert; c != nil {
 		state = fmt.Sprintf(", %d of %d members certified stable in generation %d, %d known dead, root %d", c.stable.count(), c.n, c.gen, c.dead.count(), c.root())
+		// Isolated (see tickOp): the likely causes are not the ones of a
+		// group that is merely slow, so say so.
+		if quiet := now - o.lastHeard; quiet > m.r.Suspect/2 {
+			state += fmt.Sprintf(", nothing heard from any neighbour for %v: cut off from the group (a partition, its neighbours down, or the group done without it)", quiet.Round(time.Millisecond))
+		}
 	}
 	// The time is the operation's own: a caller's deadline may also have
 	// covered connecting and joining, so "after 47ms" read as a deadline of

@@ -440,3 +440,27 @@ func TestGiveUpNamesTheOperationsTime(t *testing.T) {
 	require.ErrorIs(t, out.Err, context.DeadlineExceeded)
 	assert.Contains(t, out.Err.Error(), "not converged 47ms into the operation (epoch 1,")
 }
+
+// TestGiveUpSaysItHeardNobody: a member that gives up after hearing from
+// no neighbour for more than Suspect/2 (isolated: it declares nobody dead
+// then) says so, since its causes are not a slow group's: a partition, or a
+// group that finished while it was stopped (a helper's SIGSTOP of 3 s, the
+// others gone when it came back). A member that heard from its neighbours
+// recently does not.
+func TestGiveUpSaysItHeardNobody(t *testing.T) {
+	const suspect = 100 * time.Millisecond // newMember's
+	a := newMember(t, 0, 4, false)
+	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+	a.GiveUp(3*suspect, context.DeadlineExceeded)
+	out, ok := a.TakeOutcome()
+	require.True(t, ok)
+	require.ErrorIs(t, out.Err, member.ErrNotConverged)
+	assert.Contains(t, out.Err.Error(), "nothing heard from any neighbour for 300ms")
+
+	b := newMember(t, 0, 4, false)
+	require.NoError(t, b.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+	b.GiveUp(suspect/2, context.DeadlineExceeded)
+	out, ok = b.TakeOutcome()
+	require.True(t, ok)
+	assert.NotContains(t, out.Err.Error(), "nothing heard", "Suspect/2 of silence is not isolation")
+}
