@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/gossip"
@@ -159,8 +160,10 @@ func (m *Machine) stepExchange(now time.Duration, o *op, msg gossip.Message) {
 // back).
 func (m *Machine) noteExchange(now time.Duration, o *op) {
 	if p := o.x.Progress(); p != o.progress {
-		if gap := now - o.progressAt; gap > m.slowStep {
-			m.slowStep = gap // see stepLimit
+		gap := now - o.progressAt
+		m.slowStep = max(m.slowStep, gap) // see stepLimit
+		if o.progress > 0 {
+			o.notePace(gap)
 		}
 		o.progress, o.progressAt = p, now
 	}
@@ -168,6 +171,14 @@ func (m *Machine) noteExchange(now time.Duration, o *op) {
 	if o.x.Mismatch() && o.cert == nil && !o.done {
 		m.fallback(now, o, "members hold different results")
 	}
+}
+
+// notePace adds the wait for a step of operation o's exchange to its
+// pace: the lower quartile of those waits (see opIdle).
+func (o *op) notePace(gap time.Duration) {
+	i, _ := slices.BinarySearch(o.xGaps, gap)
+	o.xGaps = slices.Insert(o.xGaps, i, gap)
+	o.xPace = o.xGaps[(len(o.xGaps)-1)/4]
 }
 
 // noteAccepted records, as its acceptance at ballot 0, the result the

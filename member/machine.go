@@ -158,11 +158,13 @@ type op struct {
 	req        Op
 	epoch      uint64
 	m          gossip.Machine
-	x          twoPass       // a finite machine with a fallback (see fallback.go); nil otherwise
-	progress   int           // x.Progress() when last seen to change
-	progressAt time.Duration // and when
-	xTickAt    time.Duration // when the exchange was last ticked after a fallback
-	xResult    []float64     // the exchange's result R as a result payload, once accepted
+	x          twoPass         // a finite machine with a fallback (see fallback.go); nil otherwise
+	progress   int             // x.Progress() when last seen to change
+	progressAt time.Duration   // and when
+	xGaps      []time.Duration // the waits for the exchange's steps after its first (which includes the partners' start), sorted
+	xPace      time.Duration   // their lower quartile: what a step takes here, the exchange's pace (see opIdle)
+	xTickAt    time.Duration   // when the exchange was last ticked after a fallback
+	xResult    []float64       // the exchange's result R as a result payload, once accepted
 	cert       *certificate
 	ext        []float64 // the extremes known so far (max-merged)
 	inj        gossip.Injector
@@ -1333,12 +1335,33 @@ func (m *Machine) tickOp(now time.Duration) {
 	m.checkDone(now)
 }
 
-// opIdle is operation o's idle period: Config.Idle, or the operation's own.
+// opIdle is operation o's idle period: Config.Idle, or the operation's own;
+// while its exchange runs (not fallen back), at least what one of its
+// steps takes (xPace, the lower quartile of their waits), up to Suspect/4.
+// The exchange asks again for what a step waits for on its second idle
+// step, and a step of its second pass goes on without the partner's vouch
+// after four to ten asks (see exchange.Machine.Tick): that pace supposes
+// steps that take a few idle periods at most. With messages 300 ms on
+// their way every member skipped vouches that were merely in flight, no
+// member could finish, and all fell back to gossip, which cannot converge
+// at that latency before a deadline (16 simulated members: 0 of 16 with a
+// result in 30 s, 2,600 messages a member; a NATS server starved by 160
+// member processes beside six busy loops held messages back that long;
+// trace slow_network.txt). Paced by its steps, the exchange asks about as
+// often per step wherever it runs. A low quantile, not the longest wait:
+// a step that waited for an ask to recover a lost message would slow the
+// asks for the next one, which would wait longer still (64 members under
+// 20 % loss took 0.9 to 1.6 s instead of 0.15 to 0.25 s; 0.2 to 0.6 s
+// with the median, 0.17 to 0.25 s with the lower quartile).
 func (m *Machine) opIdle(o *op) time.Duration {
+	idle := m.r.Idle
 	if o.req.Idle > 0 {
-		return o.req.Idle
+		idle = o.req.Idle
 	}
-	return m.r.Idle
+	if o.x != nil && o.cert == nil {
+		idle = max(idle, min(o.xPace, m.r.Suspect/4))
+	}
+	return idle
 }
 
 // askExchange lets a member that has fallen back from the exchange ask,

@@ -25,7 +25,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the tr
 // of etcd-io/raft's datadriven tests: each block is a command, "----" and
 // the output it must print. Commands:
 //
-//	net [algo=A] nodes=N [topology=T] [seed=S] [suspect=D] [loss=P]
+//	net [algo=A] nodes=N [topology=T] [seed=S] [suspect=D] [loss=P] [latency=D] [jitter=D]
 //	crash ID at=D | pause ID at=D for=D | slow ID factor=F
 //	restart ID at=D                 (killed and started again, see Net.Restart)
 //	exit-on-result ID [keep=K]
@@ -136,6 +136,12 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		}
 		if s, ok := args["loss"]; ok {
 			cfg.Loss, _ = strconv.ParseFloat(s, 64)
+		}
+		if _, ok := args["latency"]; ok {
+			cfg.Latency = dur("latency")
+		}
+		if _, ok := args["jitter"]; ok {
+			cfg.Jitter = dur("jitter")
 		}
 		var err error
 		*netp, err = New(cfg)
