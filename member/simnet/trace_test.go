@@ -36,7 +36,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the tr
 // run prints each member's outcome and the invariant check, with time
 // how long the operation took, with msgs the messages sent a member and with
 // fallbacks how many members fell back from the exchange. Run with
-// -rewrite to regenerate the expected output after a deliberate change.
+// -rewrite to regenerate the expected output after a deliberate change
+// (comment lines, before any block or after the last, are kept).
 func TestTraces(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.txt")
 	require.NoError(t, err)
@@ -47,18 +48,37 @@ func TestTraces(t *testing.T) {
 }
 
 type traceBlock struct {
+	// notes are the comment lines before the command ("" for a blank
+	// line between two of them), kept so that -rewrite keeps them.
+	notes     []string
 	cmd, want string
 }
 
-func parseTrace(t *testing.T, text string) []traceBlock {
-	var blocks []traceBlock
+// parseTrace splits a trace into its blocks, and returns the comment
+// lines after the last one.
+func parseTrace(t *testing.T, text string) (blocks []traceBlock, tail []string) {
+	var notes []string
+	trim := func() {
+		for len(notes) > 0 && notes[len(notes)-1] == "" {
+			notes = notes[:len(notes)-1]
+		}
+	}
 	lines := strings.Split(text, "\n")
 	for i := 0; i < len(lines); i++ {
 		l := strings.TrimSpace(lines[i])
-		if l == "" || strings.HasPrefix(l, "#") {
+		switch {
+		case l == "" && len(notes) > 0 && notes[len(notes)-1] != "":
+			notes = append(notes, "")
+			continue
+		case l == "":
+			continue
+		case strings.HasPrefix(l, "#"):
+			notes = append(notes, lines[i])
 			continue
 		}
-		b := traceBlock{cmd: l}
+		trim()
+		b := traceBlock{notes: notes, cmd: l}
+		notes = nil
 		require.Less(t, i+1, len(lines), "command %q without ----", l)
 		require.Equal(t, "----", strings.TrimSpace(lines[i+1]), "after %q", l)
 		i += 2
@@ -69,32 +89,37 @@ func parseTrace(t *testing.T, text string) []traceBlock {
 		b.want = strings.Join(want, "\n")
 		blocks = append(blocks, b)
 	}
-	return blocks
+	trim()
+	return blocks, notes
 }
 
 func runTrace(t *testing.T, path string) {
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var header []string
-	for _, l := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(l, "#") {
-			break
-		}
-		header = append(header, l)
-	}
-	blocks := parseTrace(t, string(raw))
+	blocks, tail := parseTrace(t, string(raw))
 	var net *Net
 	var n int
 	var out strings.Builder
-	for _, l := range header {
-		out.WriteString(l + "\n")
+	writeNotes := func(notes []string) {
+		if out.Len() > 0 {
+			out.WriteString("\n")
+		}
+		for _, l := range notes {
+			out.WriteString(l + "\n")
+		}
 	}
 	for _, b := range blocks {
 		got := traceStep(t, &net, &n, b.cmd)
 		if !*rewrite {
 			assert.Equal(t, b.want, got, "%s: %s", path, b.cmd)
 		}
+		if len(b.notes) > 0 {
+			writeNotes(b.notes)
+		}
 		fmt.Fprintf(&out, "\n%s\n----\n%s\n", b.cmd, got)
+	}
+	if len(tail) > 0 {
+		writeNotes(tail)
 	}
 	if *rewrite {
 		require.NoError(t, os.WriteFile(path, []byte(out.String()), 0o644))
