@@ -464,3 +464,43 @@ func TestGiveUpSaysItHeardNobody(t *testing.T) {
 	require.True(t, ok)
 	assert.NotContains(t, out.Err.Error(), "nothing heard", "Suspect/2 of silence is not isolation")
 }
+
+// TestIdleStepsRememberASlowAnswer: a PFCC member whose push is answered
+// only after its idle steps have spaced out to Idle << k waits Idle <<
+// (k-1), not Idle, before the next idle step, so that a network slower
+// than Idle is not asked again every Idle for each new push (e1706d3).
+func TestIdleStepsRememberASlowAnswer(t *testing.T) {
+	const idle = time.Millisecond // newMember's
+	a, b := newMember(t, 0, 2, false), newMember(t, 1, 2, false)
+	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+	require.NoError(t, b.Begin(0, member.Op{Epoch: 1, Values: []float64{3}}))
+	b.Outbox()
+	var held []gossip.Message // a's flows, not delivered yet: a slow network
+	asks := 0
+	now := time.Duration(0)
+	for now < 20*idle {
+		now += idle
+		a.Tick(now)
+		for _, msg := range a.Outbox() {
+			if msg.Kind == gossip.KindCheckedFlow {
+				if msg.Tag&(1<<62) != 0 {
+					asks++
+				}
+				held = append(held, msg)
+			}
+		}
+	}
+	require.NotEmpty(t, held)
+	require.Less(t, asks, 10, "asks every Idle: the idle steps did not space out")
+	// b answers a's first push; a takes the answer.
+	b.Step(now, held[0])
+	for _, msg := range b.Outbox() {
+		if msg.Kind == gossip.KindCheckedFlow {
+			a.Step(now, msg)
+		}
+	}
+	a.Outbox()
+	next, ok := a.NextTick(now)
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, next-now, 2*idle, "the next idle step is due after %v, as if the answer had come at once", next-now)
+}

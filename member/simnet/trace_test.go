@@ -286,3 +286,15 @@ func errKind(err error) string {
 	}
 	return "other"
 }
+
+// TestParseTraceKeepsNotes: the comments before each block and after the
+// last are parsed with the blocks, so that -rewrite writes them back (it
+// kept only the file's header, and dropped a note of slow_network.txt).
+func TestParseTraceKeepsNotes(t *testing.T) {
+	blocks, tail := parseTrace(t, "# head\n\nnet nodes=2\n----\nok\n\n# one\n#\n# two\n\n# three\n\nrun epoch=1\n----\nm0: ok\n\n# end\n")
+	require.Len(t, blocks, 2)
+	assert.Equal(t, []string{"# head"}, blocks[0].notes)
+	assert.Equal(t, []string{"# one", "#", "# two", "", "# three"}, blocks[1].notes)
+	assert.Equal(t, "m0: ok", blocks[1].want)
+	assert.Equal(t, []string{"# end"}, tail)
+}
