@@ -727,6 +727,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 				// be, before it is declared dead (see limit).
 				m.slowest = gap
 				m.stats.Slowest = max(m.stats.Slowest, gap)
+				m.log.Debug("neighbour heard again after its longest silence yet", "peer", msg.From, "silent", gap, "at", now)
 			}
 			nb.heard = now
 			o.lastHeard = now
@@ -1027,6 +1028,9 @@ func (m *Machine) Tick(now time.Duration) {
 		if gap := now - last; gap > 2*m.r.Tick && m.Active() {
 			m.forgive(now, gap-m.r.Tick)
 			m.stats.Stalls++
+			if gap > m.r.Suspect/8 {
+				m.log.Debug("stalled", "for", gap, "at", now)
+			}
 		}
 	}
 	m.lastTick, m.ticked, m.skipTo = now, true, 0
@@ -1245,6 +1249,7 @@ func (m *Machine) tickOp(now time.Duration) {
 			switch {
 			case quiet > limit && !isolated:
 				if o.cert.markDead(int(j)) {
+					m.log.Debug("declaring dead", "peer", j, "silent", quiet, "limit", limit, "at", now)
 					m.excluded(j)
 				}
 			case quiet > limit/4 && now-nb.pinged > m.r.Suspect/16:

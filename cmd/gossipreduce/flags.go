@@ -97,6 +97,7 @@ var flagDifferences = []flagDifference{
 	{flags: []string{"L", "o"}, why: "sim: the thesis's timing, L 1 and o 0; bcast: the broadcast papers' integer LogP units, L 2 and o 1"},
 	{flags: []string{"token", "user", "password", "tls-ca", "tls-cert"}, help: true,
 		why: "server: what it requires of clients; the live verbs: what they present to a server"},
+	{flags: []string{"v"}, help: true, why: "server: its own messages; node: the member's protocol decisions"},
 }
 
 // The help texts of the shared flags. Where the families' defaults differ,

@@ -65,6 +65,7 @@ type nodeCmd struct {
 	sum    bool
 	linger time.Duration
 	state  string           // --state-file
+	debug  bool             // -v
 	cfg    aggregate.Config // checked
 	vec    []float64        // --value, parsed
 }
@@ -85,6 +86,7 @@ func (c *nodeCmd) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.linger, "linger", 10*time.Second, "after its result, stay in the group up to this long before leaving, answering members still at it "+
 		"(a partner that lost a message; with exchange, a member asking for a partial or the result that only finished members hold; "+
 		"after a disagreement, the members that have not heard of it); it leaves sooner, after --suspect, once none has sent it anything for --suspect; 0 leaves at once")
+	fs.BoolVar(&c.debug, "v", false, "log this member's protocol decisions to stderr (neighbours declared dead, a fallback and why, messages rejected)")
 	fs.StringVar(&c.state, "state-file", "", "keep this member's votes in this file across restarts (one file a member): a member killed and started again under the same --id "+
 		"while an operation is under way needs it, or the group may decide two results; a file belongs to one run of the group (start a new run with new files); not with --name")
 }
@@ -143,6 +145,9 @@ func (c *nodeCmd) exec(ctx context.Context, out *stdio) error {
 	ws := newWarnings("node", out)
 	ws.warnPushSum(c.algo.one(), nil)
 	ws.warnNoKey(&c.nats, subjectPrefix(c.nats.prefix)+"."+c.name+".*")
+	if c.debug {
+		c.cfg.Logger = slog.New(slog.NewTextHandler(out.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	leave, err := joinAndReduce(ctx, &o, &c.nats, c.cfg, c.vec, c.sum, c.timing.timeout)
 	defer leave(ctx, c.linger)
 	o.Warnings = ws.list
