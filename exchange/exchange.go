@@ -934,6 +934,22 @@ func (m *Machine) Mismatch() bool { return m.mismatch }
 // is stuck (an input that never left a dead node).
 func (m *Machine) Progress() int { return m.progress }
 
+// Awaiting returns the node whose message of the step under way this node
+// waits for, and false when it waits for no step (before its first tick,
+// once done, stopped by a mismatch, short of vouches or refused, when it
+// asks around for the result only). A runtime uses it to tell a partner
+// that has not started from one that has gone quiet.
+func (m *Machine) Awaiting() (gossip.NodeID, bool) {
+	if !m.started || m.final || m.mismatch || m.short || m.refused || m.next >= len(m.plan) {
+		return 0, false
+	}
+	s := m.plan[m.next]
+	if s.RecvFrom < 0 {
+		return 0, false
+	}
+	return gossip.NodeID(s.RecvFrom), true
+}
+
 // Estimate appends the node's current partial aggregate Σx/Σw to dst[:0],
 // after repairing a flipped state; it is the result R once Accepted
 // reports true, the same bits at every node once Done does.

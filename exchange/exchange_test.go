@@ -494,3 +494,39 @@ func TestAsksTurnToThePartnersSubcube(t *testing.T) {
 	assert.True(t, m0.Accepted())
 	assert.False(t, m0.Done(), "done before anybody vouched")
 }
+
+// TestAwaitingNamesThePartnerOfTheStep: a node waits for nobody before
+// its first tick, for the partner of each step in turn while it runs, and
+// for nobody once it is done or refused.
+func TestAwaitingNamesThePartnerOfTheStep(t *testing.T) {
+	ms, _ := build(t, 4, 1)
+	m0 := ms[0].(*exchange.Machine)
+	_, ok := m0.Awaiting()
+	assert.False(t, ok, "before the first tick")
+	m0.Tick(nil)
+	j, ok := m0.Awaiting()
+	require.True(t, ok)
+	first := j
+	// The partner's message of the step moves node 0 to the next partner.
+	out := ms[first].Tick(nil)
+	require.NotEmpty(t, out)
+	for _, msg := range out {
+		if msg.To == 0 {
+			_, err := m0.Step(msg, nil)
+			require.NoError(t, err)
+		}
+	}
+	j, ok = m0.Awaiting()
+	require.True(t, ok)
+	assert.NotEqual(t, first, j, "the next step's partner")
+	m0.Refuse()
+	_, ok = m0.Awaiting()
+	assert.False(t, ok, "refused")
+
+	ms, _ = build(t, 4, 2)
+	run(t, gossiptest.NewNet(ms, 2))
+	for _, m := range ms {
+		_, ok := m.(*exchange.Machine).Awaiting()
+		assert.False(t, ok, "done")
+	}
+}

@@ -78,6 +78,9 @@ type twoPass interface {
 	// Offered returns the values and extremes of a result that a member
 	// which accepted it sent to this one after Refuse (ok false if none).
 	Offered(est, ext []float64) ([]float64, []float64, bool)
+	// Awaiting returns the member whose message of the step under way the
+	// machine waits for (ok false if it waits for no step).
+	Awaiting() (gossip.NodeID, bool)
 }
 
 // extremesOf returns the maxima a finite machine reduced (nil if it takes
@@ -202,12 +205,34 @@ func (m *Machine) noteAccepted(o *op) {
 // messages into the same slow broker: ten groups of 16 member processes
 // beside six busy loops then sent about 2,800 messages a member in 30 s
 // and did not converge, where the exchange alone sends 10 to 100.
+//
+// The starting allowance holds for any step whose partner this member has
+// never heard from in its first operation, not only the first step: a
+// group's members start at different moments (processes launched one
+// after another on a busy machine), and half of a group that had finished
+// its steps among itself waited for the other half, not yet running, and
+// fell back after Suspect, every member of the group with it (ten groups
+// of 16 processes beside six busy loops: a whole group fell back 1.7 to
+// 2.0 s into the operation, the late half by contagion, when the first
+// of them fell back).
 func (m *Machine) stepLimit(o *op) time.Duration {
 	d := m.r.Suspect
-	if o.progress == 0 && m.ops == 1 {
+	if m.ops == 1 && (o.progress == 0 || !m.heardPartner(o)) {
 		d = 4 * m.r.Suspect
 	}
 	return max(d, min(2*m.slowStep, MaxSilence*m.r.Suspect))
+}
+
+// heardPartner reports whether this member has heard, in operation o, from
+// the member its exchange waits for (true when it waits for none, or for a
+// member that is not its neighbour: it has nothing to go by).
+func (m *Machine) heardPartner(o *op) bool {
+	j, ok := o.x.Awaiting()
+	if !ok {
+		return true
+	}
+	k, ok := m.nbrIndex(j)
+	return !ok || k >= len(o.nbr) || o.nbr[k].ever
 }
 
 // offeredR reports whether proposal prop (root, result payload) is the
@@ -250,7 +275,7 @@ func (m *Machine) fallback(now time.Duration, o *op, why string) {
 		return
 	}
 	m.stats.Fallbacks++
-	m.log.Debug("falling back", "to", m.r.fallback.Name, "why", why)
+	m.log.Debug("falling back", "to", m.r.fallback.Name, "why", why, "at", now)
 	o.m = gm
 	o.lastSend = now
 	m.certify(now, o)

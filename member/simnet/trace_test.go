@@ -31,11 +31,12 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the tr
 //	exit-on-result ID [keep=K]
 //	partition SIDES at=D [heal=D]   (SIDES: one digit a member, "00110")
 //	tell-excluded ID by=J epoch=E at=D (J tells ID it declared ID dead)
-//	run epoch=E [time] [msgs] [fallbacks] (inputs: member i holds i+1)
+//	run epoch=E [time] [msgs] [fallbacks] [starts=A-B@D] (inputs: member i holds i+1)
 //
 // run prints each member's outcome and the invariant check, with time
 // how long the operation took, with msgs the messages sent a member and with
-// fallbacks how many members fell back from the exchange. Run with
+// fallbacks how many members fell back from the exchange; starts=A-B@D
+// has members A to B begin the operation D after the others. Run with
 // -rewrite to regenerate the expected output after a deliberate change
 // (comment lines, before any block or after the last, are kept).
 func TestTraces(t *testing.T) {
@@ -226,7 +227,24 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 			in[i] = []float64{float64(i + 1)}
 		}
 		t0, m0, fb0 := net.Now(), net.Messages, fallbacks(net, *np)
-		outs := net.Run(e, in, nil, 10*time.Second)
+		var starts []time.Duration
+		if v, ok := args["starts"]; ok {
+			// starts=A-B@D: members A to B begin D after the others, as
+			// processes launched one after another on a busy machine do.
+			span, d, ok := strings.Cut(v, "@")
+			require.True(t, ok, "%s: starts=A-B@D", cmd)
+			a, b, ok := strings.Cut(span, "-")
+			require.True(t, ok, "%s: starts=A-B@D", cmd)
+			lo, err1 := strconv.Atoi(a)
+			hi, err2 := strconv.Atoi(b)
+			late, err3 := time.ParseDuration(d)
+			require.NoError(t, errors.Join(err1, err2, err3), cmd)
+			starts = make([]time.Duration, *np)
+			for i := lo; i <= hi && i < *np; i++ {
+				starts[i] = late
+			}
+		}
+		outs := net.Run(e, in, starts, 10*time.Second)
 		var lines []string
 		if slices.Contains(pos, "time") { // run … time: how long it ran, simulated
 			lines = append(lines, fmt.Sprintf("took %v", (net.Now()-t0).Round(time.Millisecond)))
