@@ -274,3 +274,25 @@ func TestNamedNodes(t *testing.T) {
 		assert.Equal(t, 3.0, o["live"])
 	}
 }
+
+// TestNodeVerboseLogsDecisions: with -v a member logs its protocol
+// decisions to stderr. Alone in a group of two, its exchange waits for a
+// partner never heard from (four times --suspect, 200 ms of its own
+// running time), falls back to gossip, and says why; it then runs into
+// --timeout, ten times as long, with nobody to gossip with. Without -v
+// it logs nothing of the kind.
+func TestNodeVerboseLogsDecisions(t *testing.T) {
+	srv := embeddedServer(t)
+	args := []string{"node", "--nats", srv.ClientURL(), "--group", "verbose", "--nodes", "2", "--id", "0",
+		"--value", "4", "--suspect", "50ms", "--timeout", "2s", "--json"}
+
+	code, stdout, stderr := runCLI(t, append(args, "-v")...)
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stdout, "not converged")
+	assert.Contains(t, stderr, `level=DEBUG msg="falling back"`)
+	assert.Contains(t, stderr, `why="no step of the exchange for`)
+
+	code, _, stderr = runCLI(t, args...)
+	assert.Equal(t, 1, code, stderr)
+	assert.NotContains(t, stderr, "level=DEBUG")
+}
