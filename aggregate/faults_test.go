@@ -96,22 +96,24 @@ func TestMessageLoss(t *testing.T) {
 // runWithCrashes runs one Average where the members in crash die after
 // sending after messages: silently, at the transport, as a process that
 // is killed (the harness's crash would close them, which announces it).
-// The kill runs on its own goroutine, so a member may send one message
-// more before it lands.
+// The member falls silent at once, on its own goroutine; its Close runs
+// on another.
 func runWithCrashes(t *testing.T, n int, algorithm string, after int, crash []gossip.NodeID) *livegroup.Outcome {
 	t.Helper()
 	tr := memory(t, 0, 1)
 	cfg := aggregate.Config{Group: "crash", Algorithm: algorithm, Epsilon: 1e-9, Suspect: 150 * time.Millisecond}
-	f := livegroup.Faults{Crash: crash, CrashAfter: after, FlipBit: -1, Kill: func(id gossip.NodeID, nd *aggregate.Node) {
-		tr.Crash(transport.Group{Name: cfg.Group, ConfigHash: nd.ConfigHash()}, id)
-		nd.Close()
-	}}
+	var g *livegroup.Group
+	f := livegroup.Faults{Crash: crash, CrashAfter: after, FlipBit: -1,
+		Silence: func(id gossip.NodeID) {
+			tr.Crash(transport.Group{Name: cfg.Group, ConfigHash: g.Nodes[id].ConfigHash()}, id)
+		},
+		Kill: func(_ gossip.NodeID, nd *aggregate.Node) { nd.Close() }}
 	g, err := livegroup.Join(context.Background(), tr, cfg, n, f)
 	require.NoError(t, err)
 	t.Cleanup(g.Close)
 	o := g.Average(timeout(t, 30*time.Second), gossiptest.Inputs(n, 1, 4))
 	for _, c := range crash {
-		assert.Error(t, o.Errs[c], "a crashed node gets no result")
+		assert.Error(t, o.Errs[c], "member %d crashed: it gets no result", c)
 	}
 	return o
 }
@@ -133,7 +135,7 @@ func TestCrashedNodesAreExcluded(t *testing.T) {
 // their first message or just after it, the lowest member among them: the
 // survivors return one result, exact for the inputs it names. A member
 // whose first message got out is covered, one whose did not is left out
-// by the fallback to PFCC; which happened is a race with the kill.
+// by the fallback to PFCC.
 func TestExchangeCrashes(t *testing.T) {
 	for _, after := range []int{0, 1} {
 		for _, crash := range [][]gossip.NodeID{{5}, {0}, {3, 12}} {

@@ -29,6 +29,13 @@ type Faults struct {
 	// own. Nil closes the member (which announces that it leaves). Tests
 	// over transport.Memory crash it there instead, silently.
 	Kill func(id gossip.NodeID, nd *aggregate.Node)
+	// Silence, if set, makes a crashing member fall silent at once, on
+	// its own goroutine, before Kill runs on another: a member killed
+	// only by Kill's goroutine could finish the operation before that
+	// goroutine ran (TestExchangeCrashes failed once in CI, a crashed
+	// member returning a result: the exchange of 16 over memory takes a
+	// few milliseconds).
+	Silence func(id gossip.NodeID)
 
 	FlipBit    int           // a single flip of this bit (-1: none) …
 	FlipTarget sdc.Target    // … in this kind of word …
@@ -73,7 +80,11 @@ func Join(ctx context.Context, tr transport.Transport, tmpl aggregate.Config, n 
 			if kill == nil {
 				kill = func(_ gossip.NodeID, nd *aggregate.Node) { nd.Close() }
 			}
-			injs = append(injs, &crashInjector{after: f.CrashAfter, kill: func() { kill(cfg.ID, g.Nodes[i]) }})
+			c := &crashInjector{after: f.CrashAfter, kill: func() { kill(cfg.ID, g.Nodes[i]) }}
+			if f.Silence != nil {
+				c.silence = func() { f.Silence(cfg.ID) }
+			}
+			injs = append(injs, c)
 		}
 		if f.FlipBit >= 0 && cfg.ID == f.FlipNode {
 			s, err := sdc.NewSingle(f.FlipBit, f.FlipTarget, f.FlipAfter, 0)
@@ -299,15 +310,21 @@ func IDList(ids []gossip.NodeID) string {
 
 // crashInjector kills its member once it has sent after messages.
 type crashInjector struct {
-	after int
-	kill  func()
-	once  sync.Once
+	after   int
+	silence func() // nil: none
+	kill    func()
+	once    sync.Once
 }
 
 func (c *crashInjector) InjectMessage(gossip.InjectPoint, *gossip.Message) {}
 func (c *crashInjector) InjectState(p gossip.InjectPoint, _ gossip.Machine) {
 	if p.Sent >= c.after {
-		c.once.Do(func() { go c.kill() }) // Close waits for the member's goroutine, which is the caller
+		c.once.Do(func() {
+			if c.silence != nil {
+				c.silence()
+			}
+			go c.kill() // Close waits for the member's goroutine, which is the caller
+		})
 	}
 }
 
