@@ -1116,7 +1116,7 @@ func (m *Machine) opDue() time.Duration {
 	if o.x != nil && o.cert == nil {
 		// The exchange's progress is noted as it steps (noteExchange):
 		// only the fallback after Suspect without it is the tick's.
-		due = min(due, o.progressAt+m.stepLimit(o)+1)
+		due = min(due, m.fallbackAt(o)+1)
 	}
 	if px := &o.px; px.phase == 1 || px.phase == 2 {
 		due = min(due, px.phaseAt+m.r.Suspect/2+1, px.resentAt+m.r.Suspect/8+1)
@@ -1341,7 +1341,7 @@ func (m *Machine) tickOp(now time.Duration) {
 	m.askExchange(now, o, idle)
 	if o.x != nil && o.cert == nil {
 		m.noteExchange(now, o)
-		if now-o.progressAt > m.stepLimit(o) {
+		if now > m.fallbackAt(o) {
 			m.fallback(now, o, fmt.Sprintf("no step of the exchange for %v", now-o.progressAt))
 		}
 	}
