@@ -103,11 +103,10 @@ func runWithCrashes(t *testing.T, n int, algorithm string, after int, crash []go
 	tr := memory(t, 0, 1)
 	cfg := aggregate.Config{Group: "crash", Algorithm: algorithm, Epsilon: 1e-9, Suspect: 150 * time.Millisecond}
 	var g *livegroup.Group
-	f := livegroup.Faults{Crash: crash, CrashAfter: after, FlipBit: -1,
+	f := livegroup.Faults{Crash: crash, CrashAfter: after, FlipBit: -1, // Kill: nil, Close
 		Silence: func(id gossip.NodeID) {
 			tr.Crash(transport.Group{Name: cfg.Group, ConfigHash: g.Nodes[id].ConfigHash()}, id)
-		},
-		Kill: func(_ gossip.NodeID, nd *aggregate.Node) { nd.Close() }}
+		}}
 	g, err := livegroup.Join(context.Background(), tr, cfg, n, f)
 	require.NoError(t, err)
 	t.Cleanup(g.Close)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"strconv"
@@ -164,4 +165,11 @@ func parseIDs(s string, n int) ([]uint32, error) {
 		out = append(out, uint32(v))
 	}
 	return out, nil
+}
+
+// debugLogger writes every record, debug ones included, as text to w: the
+// -v of server (the NATS server's messages) and of node (the member's
+// protocol decisions).
+func debugLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -146,7 +146,7 @@ func (c *nodeCmd) exec(ctx context.Context, out *stdio) error {
 	ws.warnPushSum(c.algo.one(), nil)
 	ws.warnNoKey(&c.nats, subjectPrefix(c.nats.prefix)+"."+c.name+".*")
 	if c.debug {
-		c.cfg.Logger = slog.New(slog.NewTextHandler(out.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c.cfg.Logger = debugLogger(out.Stderr)
 	}
 	leave, err := joinAndReduce(ctx, &o, &c.nats, c.cfg, c.vec, c.sum, c.timing.timeout)
 	defer leave(ctx, c.linger)

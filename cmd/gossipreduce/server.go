@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 
 	"github.com/gossipreduce/gossipreduce/transport"
 	"github.com/gossipreduce/gossipreduce/transport/natsserver"
@@ -55,7 +54,7 @@ func (c *serverCmd) exec(ctx context.Context, out *stdio) error {
 	opts := natsserver.EmbeddedOptions{Port: c.port, Token: c.token, User: c.user, Password: c.password,
 		TLS: transport.TLSFiles{Cert: c.tlsCert, Key: c.tlsKey, CA: c.tlsCA}}
 	if c.verbose {
-		opts.Logger = slog.New(slog.NewTextHandler(out.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		opts.Logger = debugLogger(out.Stderr)
 	}
 	srv, err := natsserver.StartEmbedded(ctx, opts)
 	if err != nil {
