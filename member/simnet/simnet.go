@@ -159,6 +159,7 @@ type Net struct {
 	epoch    uint64
 	outcomes map[gossip.NodeID]member.Outcome
 	parts    []partition
+	holds    []hold
 	record   bool
 	recorded []gossip.Message
 	odd      []bool // members that run another configuration (Misconfigure); nil: none
@@ -402,6 +403,30 @@ func (n *Net) Partition(side []int, at, heal time.Duration) {
 type partition struct {
 	side     []int
 	at, heal time.Duration
+}
+
+// Hold keeps what member id sends from at to at+d from leaving before
+// at+d, as a NATS server starved of CPU that stops reading one member's
+// connection: the member runs, its messages wait in order, and none is
+// lost.
+func (n *Net) Hold(id gossip.NodeID, at, d time.Duration) {
+	n.holds = append(n.holds, hold{id, at, at + d})
+}
+
+type hold struct {
+	id       gossip.NodeID
+	from, to time.Duration
+}
+
+// leaves is when a message member id sends now leaves it (see Hold).
+func (s *shard) leaves(id gossip.NodeID) time.Duration {
+	t := s.now
+	for _, h := range s.net.holds {
+		if h.id == id && t >= h.from && t < h.to {
+			t = h.to
+		}
+	}
+	return t
 }
 
 // Misconfigure makes member id run another configuration of the group
@@ -1022,7 +1047,11 @@ func (s *shard) flush(id gossip.NodeID) {
 			if s.net.cfg.Jitter > 0 {
 				d += time.Duration(nd.rng.Int64N(int64(s.net.cfg.Jitter)))
 			}
-			s.post(nd, id, posted{at: s.now + d, ev: event{kind: evDeliver, to: msg.To}, msg: msg})
+			at := s.now
+			if s.net.holds != nil {
+				at = s.leaves(id)
+			}
+			s.post(nd, id, posted{at: at + d, ev: event{kind: evDeliver, to: msg.To}, msg: msg})
 		}
 	}
 	if done && res.Result.Epoch == s.net.epoch {

@@ -193,6 +193,14 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		for _, i := range ids {
 			net.Late(i, dur("by"))
 		}
+	case "hold":
+		// hold <id>[,<id>…] at=<duration> for=<duration>: what they send
+		// meanwhile leaves at the end (Net.Hold)
+		for _, v := range strings.Split(pos[0], ",") {
+			i, err := strconv.Atoi(v)
+			require.NoError(t, err, cmd)
+			net.Hold(gossip.NodeID(i), net.Now()+dur("at"), dur("for"))
+		}
 	case "slow":
 		v, _ := strconv.ParseFloat(args["factor"], 64)
 		net.Slow(id(), v)
