@@ -135,7 +135,8 @@ type Config struct {
 	// before this node declares it dead and excludes it (it is probed first).
 	// Default 1s. It widens by itself to twice the longest silence after
 	// which a neighbour was heard again, up to member.MaxSilence times
-	// Suspect (see member.Config.Suspect).
+	// Suspect, and doubles while several neighbours are silent at once
+	// (see member.Config.Suspect).
 	Suspect time.Duration
 	// Seed seeds the node's random choices (with its ID and the epoch), so
 	// a run can be repeated. Zero is a valid seed.

@@ -41,7 +41,11 @@ type Config struct {
 	// member that hears a neighbour again after a silence of s waits at
 	// least 2s before it declares any neighbour dead, up to MaxSilence
 	// times Suspect, and forgets a quarter of s at each operation it
-	// begins. The longest such silence is in Stats.Slowest.
+	// begins. The longest such silence is in Stats.Slowest. While more
+	// than one neighbour has been silent for over Suspect/2 at once, the
+	// wait is doubled (up to MaxSilence times Suspect): several members
+	// falling silent together are more likely held up on the way than
+	// dead.
 	Suspect time.Duration
 	// Tick is how often the driver calls Tick. A member whose own ticks
 	// come much later than that was not running (a starved or stopped

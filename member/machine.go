@@ -1093,12 +1093,17 @@ func (m *Machine) opDue() time.Duration {
 	// Tick for nothing until it heard from someone.
 	isolated := o.lastHeard + m.r.Suspect/2 // the last moment it is not
 	if o.cert != nil {
+		// The shared silence is counted at the machine's last time: it can
+		// only grow as time passes without a Step, and so lengthen the
+		// limits, which makes the declarations counted here early, never
+		// late (a Step, which may shorten them, is followed by a new ask).
+		shared := m.sharedSilence(o, m.now)
 		for k := range m.nbrs {
 			nb := &o.nbr[k]
 			if !nb.watch {
 				continue
 			}
-			limit := m.limit(nb)
+			limit := m.limit(nb, shared)
 			if d := nb.heard + limit + 1; d <= isolated {
 				due = min(due, d)
 			}
@@ -1148,12 +1153,51 @@ func (m *Machine) opDue() time.Duration {
 // up to a second, while the senders themselves never stalled more than
 // 350 ms; every member that declared another dead had first heard a live
 // neighbour after 516 to 962 ms of silence (docs/live.md).
-func (m *Machine) limit(nb *nbrState) time.Duration {
-	d := m.r.Suspect
-	if !nb.ever && m.ops == 1 {
-		d = 4 * m.r.Suspect
+//
+// A silence shared by several neighbours at once (shared, see
+// sharedSilence) doubles the limit, up to MaxSilence times Suspect: one
+// silent neighbour may have crashed, but several falling silent together
+// are more likely held up on the way, as Lifeguard reads a member's
+// trouble from many peers at once (hashicorp/memberlist). Ten groups of
+// 16 member processes on one NATS server beside six busy loops showed
+// it: the server, starved, held several members' messages back at once
+// for a second and more while those members ran, and their neighbours
+// declared them dead in bursts, one member six neighbours within 230 ms,
+// each at exactly the limit of 1 s (docs/live.md, "Silences shared by
+// several neighbours"). The price is paid when several neighbours do die
+// together: they are declared after twice the limit. A neighbour with
+// its starting allowance keeps it.
+func (m *Machine) limit(nb *nbrState, shared bool) time.Duration {
+	if m.starting(nb) {
+		return max(4*m.r.Suspect, m.patience())
 	}
-	return max(d, m.patience())
+	d := max(m.r.Suspect, m.patience())
+	if shared {
+		d = max(d, min(2*d, MaxSilence*m.r.Suspect))
+	}
+	return d
+}
+
+// starting reports whether neighbour nb has its starting allowance: never
+// heard from, in this member's first operation (see limit).
+func (m *Machine) starting(nb *nbrState) bool { return !nb.ever && m.ops == 1 }
+
+// sharedSilence reports whether more than one neighbour that operation o
+// watches has been silent for over Suspect/2 at now: a silence shared,
+// which limit does not take for deaths as soon as a single one.
+// Neighbours with their starting allowance are left out, and keep it (see
+// limit): in a first operation they may not be running yet, which says
+// nothing about the ones that are.
+func (m *Machine) sharedSilence(o *op, now time.Duration) bool {
+	quiet := 0
+	for k := range o.nbr {
+		if nb := &o.nbr[k]; nb.watch && !m.starting(nb) && now-nb.heard > m.r.Suspect/2 {
+			if quiet++; quiet > 1 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // patience is how long this member waits for a neighbour it has heard
@@ -1239,12 +1283,13 @@ func (m *Machine) tickOp(now time.Duration) {
 	// server stopped for 6 s made every member of 16 exclude every other.
 	if o.cert != nil {
 		isolated := now-o.lastHeard > m.r.Suspect/2
+		shared := m.sharedSilence(o, now)
 		for k, j := range m.nbrs {
 			nb := &o.nbr[k]
 			if !nb.watch {
 				continue
 			}
-			limit := m.limit(nb)
+			limit := m.limit(nb, shared)
 			quiet := now - nb.heard
 			switch {
 			case quiet > limit && !isolated:

@@ -3,6 +3,7 @@ package member_test
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -503,4 +504,50 @@ func TestIdleStepsRememberASlowAnswer(t *testing.T) {
 	next, ok := a.NextTick(now)
 	require.True(t, ok)
 	assert.GreaterOrEqual(t, next-now, 2*idle, "the next idle step is due after %v, as if the answer had come at once", next-now)
+}
+
+// TestSharedSilenceDoublesTheLimit: one neighbour silent for Suspect is
+// declared dead then; two silent at once are declared only after twice
+// Suspect, for several members falling silent together are more likely
+// held up on the way (a starved server) than dead (see limit). Member 0
+// of a complete group of 5 hears from all four neighbours once, and then
+// every 10 ms only from those the case keeps talking.
+func TestSharedSilenceDoublesTheLimit(t *testing.T) {
+	const suspect = 100 * time.Millisecond // newMember's
+	for _, c := range []struct {
+		silent   []int
+		from, to time.Duration // when the declarations come: after from, by to
+	}{
+		{silent: []int{4}, from: suspect, to: suspect + 5*time.Millisecond},
+		{silent: []int{3, 4}, from: 2 * suspect, to: 2*suspect + 5*time.Millisecond},
+	} {
+		a := newMember(t, 0, 5, false)
+		require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+		for j := 1; j < 5; j++ {
+			a.Step(time.Millisecond, toZero(j, pingTag))
+		}
+		a.Outbox()
+		var first, last time.Duration
+		for now := 2 * time.Millisecond; now < 4*suspect; now += time.Millisecond {
+			if now%(10*time.Millisecond) == 0 {
+				for j := 1; j < 5; j++ {
+					if !slices.Contains(c.silent, j) {
+						a.Step(now, toZero(j, pingTag))
+					}
+				}
+			}
+			before := a.Stats().Excluded
+			a.Tick(now)
+			a.Outbox()
+			if a.Stats().Excluded > before {
+				if first == 0 {
+					first = now
+				}
+				last = now
+			}
+		}
+		assert.Equal(t, len(c.silent), a.Stats().Excluded, "silent %v: declared dead", c.silent)
+		assert.Greater(t, first, c.from, "silent %v: declared too soon", c.silent)
+		assert.LessOrEqual(t, last, c.to, "silent %v: declared too late", c.silent)
+	}
 }
