@@ -20,8 +20,9 @@ import (
 // held (for an hour: longer than the test lives) until 0 has its result
 // and member 1 has sent it asks messages since. Member 0 then leaves by
 // calling leave with a context that ends once member 1 has returned (or
-// after a minute); leaveRun returns member 0 and member 1's error.
-func leaveRun(t *testing.T, asks int32, leave func(context.Context, *aggregate.Node) error) (*aggregate.Node, error) {
+// after a minute); leaveRun returns member 0 and member 1's error. Member
+// 1's operation has a deadline of a minute, or wait if it is positive.
+func leaveRun(t *testing.T, asks int32, wait time.Duration, leave func(context.Context, *aggregate.Node) error) (*aggregate.Node, error) {
 	t.Helper()
 	var hold, finished atomic.Bool
 	var passed, asked atomic.Int32
@@ -44,7 +45,11 @@ func leaveRun(t *testing.T, asks int32, leave func(context.Context, *aggregate.N
 
 	errb := make(chan error, 1)
 	go func() {
-		_, err := b.Average(timeout(t, time.Minute), []float64{3})
+		d := time.Minute
+		if wait > 0 {
+			d = wait
+		}
+		_, err := b.Average(timeout(t, d), []float64{3})
 		errb <- err
 	}()
 	res, err := a.Average(timeout(t, 10*time.Second), []float64{1})
@@ -64,17 +69,28 @@ func leaveRun(t *testing.T, asks int32, leave func(context.Context, *aggregate.N
 // A member that leaves with Leave answers a partner that missed its vouch,
 // so the partner finishes too.
 func TestLeaveAnswersTheLate(t *testing.T) {
-	_, err := leaveRun(t, 0, func(ctx context.Context, a *aggregate.Node) error { return a.Leave(ctx) })
+	_, err := leaveRun(t, 0, 0, func(ctx context.Context, a *aggregate.Node) error { return a.Leave(ctx) })
 	assert.NoError(t, err)
 }
 
-// The contrast that shows what Leave is for: a member that closes at once
-// takes the partner's result with it (the vouch it holds is the partner's
-// only source; the partner falls back to PFCC, in which one member of two
-// is no majority), and the partner ends with ErrNotConverged.
-func TestCloseAtOnceStrandsTheLate(t *testing.T) {
-	_, err := leaveRun(t, 0, func(_ context.Context, a *aggregate.Node) error { return a.Close() })
+// The contrast that shows what Leave is for: a member that stops at once
+// without a word takes the partner's result with it (the vouch it holds
+// is the partner's only source; the partner falls back to PFCC, in which
+// one member of two is no majority), and the partner ends with
+// ErrNotConverged at its deadline (2 s here: nothing tells it that member
+// 0 has gone).
+func TestStopAtOnceStrandsTheLate(t *testing.T) {
+	_, err := leaveRun(t, 0, 2*time.Second, func(_ context.Context, a *aggregate.Node) error { return a.Stop() })
 	assert.ErrorIs(t, err, aggregate.ErrNotConverged)
+}
+
+// A member that closes at once says in its leave notice that it returned
+// the exchange's result, and with which hash: the partner, which accepted
+// the same result and waits only for the vouch, returns it (before the
+// notice said so, this partner ended with ErrNotConverged too).
+func TestCloseAtOnceSaysTheResultIsChosen(t *testing.T) {
+	_, err := leaveRun(t, 0, 0, func(_ context.Context, a *aggregate.Node) error { return a.Close() })
+	assert.NoError(t, err)
 }
 
 // A member that leaves stays while a member still at the operation keeps
@@ -85,7 +101,7 @@ func TestCloseAtOnceStrandsTheLate(t *testing.T) {
 // still be there to answer. With Stats.Late left uncounted, member 0 left
 // after one second and member 1 ran into its deadline.
 func TestLeaveStaysForAStraggler(t *testing.T) {
-	a, err := leaveRun(t, 120, func(ctx context.Context, a *aggregate.Node) error { return a.Leave(ctx) })
+	a, err := leaveRun(t, 120, 0, func(ctx context.Context, a *aggregate.Node) error { return a.Leave(ctx) })
 	assert.NoError(t, err, "the straggler did not finish: its partner left")
 	assert.GreaterOrEqual(t, a.Stats().Late, 120)
 }

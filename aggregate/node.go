@@ -284,7 +284,12 @@ func (n *Node) Stop() error {
 // algorithm, the partials and the result that only finished members hold;
 // after an operation that ended with ErrGroupMismatch, the word of the
 // disagreement, without which the members that have not heard it decide
-// without the ones that stopped (their silence reads as death).
+// without the ones that stopped (their silence reads as death). (Close
+// and Leave both end with a leave notice, which says that this member
+// returned the exchange's result and names it by its hash: a member that
+// holds the same result and waits only for the second pass's vouches
+// returns it then. One that has not finished the first pass still needs
+// the members that linger.)
 //
 // It leaves before ctx ends once it has stayed Config.Suspect and no
 // member still at its last operation has sent it anything for Suspect

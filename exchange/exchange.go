@@ -888,6 +888,13 @@ func (m *Machine) Done() bool { return m.final }
 // anything, so an acceptance here never follows a promise.
 func (m *Machine) Accepted() bool { return m.accepted }
 
+// ResultHash returns the hash of the result R this node accepted, the one
+// its second pass vouches for (ok false if it accepted none, see
+// Accepted). A runtime passes it on when it leaves having returned R, so
+// that a node still waiting for vouches, which it can no longer get once
+// every other node has left, learns that R is chosen (see Choose).
+func (m *Machine) ResultHash() (h uint64, ok bool) { return m.rHash, m.accepted }
+
 // Choose tells a node that accepted R that R is chosen by other means (a
 // runtime's fallback decided it): the node is done, and answers the nodes
 // that ask for the result with R marked chosen, as a node whose second

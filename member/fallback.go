@@ -73,8 +73,12 @@ type twoPass interface {
 	// Progress changes whenever the machine makes a step.
 	Progress() int
 	// Choose says that the result the first pass ended with is chosen:
-	// the fallback decided it.
+	// the fallback decided it, or a member that returned it said so as it
+	// left (see chosenElsewhere).
 	Choose()
+	// ResultHash returns the hash of the result the first pass ended
+	// with (ok false if it did not end here).
+	ResultHash() (uint64, bool)
 	// Offered returns the values and extremes of a result that a member
 	// which accepted it sent to this one after Refuse (ok false if none).
 	Offered(est, ext []float64) ([]float64, []float64, bool)

@@ -194,3 +194,50 @@ func TestMismatchFallsBackOnce(t *testing.T) {
 	assert.Equal(t, 1, m.Stats().Fallbacks)
 	assert.True(t, m.Active(), "the fallback runs the operation on")
 }
+
+// TestLeaveSaysTheExchangesResultIsChosen: a member that leaves with the
+// exchange's result tells the others in its leave notice (epoch and the
+// result's hash), and a member still waiting for vouches in the second
+// pass returns the same result on it; a notice naming another result is
+// rejected, and the member gives up, as before, when everybody else has
+// left (here the one other member).
+func TestLeaveSaysTheExchangesResultIsChosen(t *testing.T) {
+	for _, forged := range []bool{false, true} {
+		ms := exchangeGroup(t)
+		a, b := ms[0], ms[1]
+		steps := [][]gossip.Message{a.Outbox(), b.Outbox()}
+		a.Step(time.Millisecond, steps[1][0])
+		b.Step(time.Millisecond, steps[0][0])
+		b.Outbox() // b's vouch, held back: a waits for it
+		for _, msg := range a.Outbox() {
+			b.Step(2*time.Millisecond, msg) // a's vouch: b is done
+		}
+		res, ok := b.TakeOutcome()
+		require.True(t, ok, "b has its result")
+		require.NoError(t, res.Err)
+		b.Leave(3 * time.Millisecond)
+		var leave gossip.Message
+		for _, msg := range b.Outbox() {
+			if msg.Kind == gossip.KindControl && msg.Tag == tagLeave && msg.To == 0 {
+				leave = msg
+			}
+		}
+		require.Len(t, leave.Payload, 3, "the leave notice says which result b returned")
+		if forged {
+			leave.Payload = []float64{leave.Payload[0], leave.Payload[1], float64(uint32(leave.Payload[2]) ^ 1)}
+		}
+		_, ok = a.TakeOutcome()
+		require.False(t, ok, "a waits for b's vouch")
+		a.Step(4*time.Millisecond, leave)
+		out, ok := a.TakeOutcome()
+		require.True(t, ok, "forged %v: a ended", forged)
+		if forged {
+			assert.ErrorIs(t, out.Err, ErrNotConverged, "a notice for another result is no proof")
+			assert.Equal(t, 1, a.Stats().Rejected)
+			continue
+		}
+		require.NoError(t, out.Err)
+		assert.True(t, gossip.SameBits(res.Result.Value, out.Result.Value), "a returns b's result: %v against %v", out.Result.Value, res.Result.Value)
+		assert.Equal(t, 2, out.Result.Live)
+	}
+}

@@ -141,6 +141,7 @@ type node struct {
 	op       member.Op
 	sent     int
 	exit     bool             // exit abruptly on a result (ExitOnResult)
+	leave    bool             // leave the group on a result (LeaveOnResult)
 	exitKeep int              // messages of the last outbox that get out then
 	posts    []posted         // what it sent in the window under way, in order (see Net.post)
 	disk     member.HardState // what its storage holds (see Restart)
@@ -377,6 +378,12 @@ type pause struct{ from, to time.Duration }
 func (n *Net) ExitOnResult(id gossip.NodeID, keep int) {
 	n.nodes[id].exit, n.nodes[id].exitKeep = true, keep
 }
+
+// LeaveOnResult makes member id leave the group the moment it returns a
+// result with a nil error (member.Machine.Leave: its leave notices go out
+// with its last messages), and stop, as a process that keeps no linger
+// (aggregate's Leave with Linger 0) or whose linger ended.
+func (n *Net) LeaveOnResult(id gossip.NodeID) { n.nodes[id].leave = true }
 
 // Late makes every tick of member id come d after it was due, as a
 // process that shares its cores with much other work wakes late every
@@ -1016,8 +1023,14 @@ func (s *shard) flush(id gossip.NodeID) {
 	out := all
 	res, done := nd.m.TakeOutcome()
 	exited := false
-	if done && nd.exit && res.Err == nil {
+	switch {
+	case done && nd.exit && res.Err == nil:
 		out = out[:min(len(out), nd.exitKeep)]
+		exited = true
+	case done && nd.leave && res.Err == nil:
+		nd.m.Leave(s.now)
+		all = nd.m.AppendOutbox(all)
+		out = all
 		exited = true
 	}
 	for _, msg := range out {

@@ -215,6 +215,16 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		net.Inject(gossip.Message{From: gossip.NodeID(by), To: id(), Kind: gossip.KindControl, Epoch: e, Tag: ^uint64(0) - 3}, net.Now()+dur("at"))
 	case "misconfigure":
 		net.Misconfigure(id())
+	case "leave-on-result":
+		// leave-on-result <id>|all: it leaves the group on its result
+		// (Net.LeaveOnResult)
+		if pos[0] == "all" {
+			for i := range *np {
+				net.LeaveOnResult(gossip.NodeID(i))
+			}
+		} else {
+			net.LeaveOnResult(id())
+		}
 	case "exit-on-result":
 		k, _ := strconv.Atoi(args["keep"])
 		net.ExitOnResult(id(), k)
