@@ -16,7 +16,7 @@ import (
 )
 
 // Scenarios are the kinds of fault a chaos schedule draws from.
-var Scenarios = []string{"loss", "dup", "reorder", "slow", "pause", "crash", "root-crash", "root-exit", "partition", "partition-heal", "forge", "forge-near", "forge-absent", "member-restart"}
+var Scenarios = []string{"loss", "dup", "reorder", "slow", "pause", "crash", "root-crash", "root-exit", "partition", "partition-heal", "forge", "forge-near", "forge-absent", "member-restart", "leave"}
 
 // OptIn are the scenarios a campaign draws from only when they are named
 // in ChaosConfig.Scenarios. "member-amnesia" is "member-restart" without
@@ -335,6 +335,26 @@ func ChaosCase(seed uint64, cc ChaosConfig) (Case, error) {
 				net.Restart(j, a+gap, durable)
 				note("op %d: %s %d: killed at %v, started again %v later", e, sc, j, a-t0, gap)
 			}
+		}
+		if hasLater("leave") {
+			// Members that leave the group the moment they have their
+			// result (a linger of 0) while one member's messages are held
+			// for a while (a server that stops reading its connection):
+			// the held member may find every other gone, and must not
+			// return a result the group did not choose (see the leave
+			// notice's proof, member.Machine.Leave).
+			j := gossip.NodeID(later.IntN(n))
+			a := t0 + time.Duration(later.Int64N(int64(span)))
+			d := time.Duration(float64(cfg.Suspect) * (0.2 + 2*later.Float64()))
+			net.Hold(j, a, d)
+			var gone []int
+			for _, i := range later.Perm(n)[:1+later.IntN(n)] {
+				if i != int(j) {
+					net.LeaveOnResult(gossip.NodeID(i))
+					gone = append(gone, i)
+				}
+			}
+			note("op %d: hold %d at %v for %v; %v leave on their result", e, j, a-t0, d, gone)
 		}
 		outs := net.Run(uint64(e), inputs, nil, limit)
 		c.Operations++
