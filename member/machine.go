@@ -420,7 +420,7 @@ func (m *Machine) Leave(now time.Duration) {
 // may then return it (see chosenElsewhere): a straggler of the second
 // pass, waiting for vouches, had no one left to ask once every other
 // member had its result and left, and gave up (ten groups of 16
-// processes beside six busy loops, two groups of 500, each straggler
+// processes beside six busy loops, one group of 500, the straggler
 // holding the right estimate; docs/live.md, fourteenth session).
 func (m *Machine) leaveProof() []float64 {
 	o := m.cur // the last operation begun, finished here (see Leave)

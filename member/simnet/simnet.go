@@ -141,8 +141,8 @@ type node struct {
 	op       member.Op
 	sent     int
 	exit     bool             // exit abruptly on a result (ExitOnResult)
-	leave    bool             // leave the group on a result (LeaveOnResult)
 	exitKeep int              // messages of the last outbox that get out then
+	leave    bool             // leave the group on a result (LeaveOnResult)
 	posts    []posted         // what it sent in the window under way, in order (see Net.post)
 	disk     member.HardState // what its storage holds (see Restart)
 }

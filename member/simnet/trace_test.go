@@ -149,6 +149,17 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		require.NoError(t, err, cmd)
 		return gossip.NodeID(v)
 	}
+	// members reads the first argument as one member's id or "all".
+	members := func() []gossip.NodeID {
+		if len(pos) > 0 && pos[0] == "all" {
+			ids := make([]gossip.NodeID, *np)
+			for i := range ids {
+				ids[i] = gossip.NodeID(i)
+			}
+			return ids
+		}
+		return []gossip.NodeID{id()}
+	}
 	net := *netp
 	switch f[0] {
 	case "net":
@@ -182,15 +193,7 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		net.Pause(id(), net.Now()+dur("at"), dur("for"))
 	case "late":
 		// late <id>|all by=<duration>
-		ids := []gossip.NodeID{}
-		if pos[0] == "all" {
-			for i := range *np {
-				ids = append(ids, gossip.NodeID(i))
-			}
-		} else {
-			ids = append(ids, id())
-		}
-		for _, i := range ids {
+		for _, i := range members() {
 			net.Late(i, dur("by"))
 		}
 	case "hold":
@@ -218,12 +221,8 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 	case "leave-on-result":
 		// leave-on-result <id>|all: it leaves the group on its result
 		// (Net.LeaveOnResult)
-		if pos[0] == "all" {
-			for i := range *np {
-				net.LeaveOnResult(gossip.NodeID(i))
-			}
-		} else {
-			net.LeaveOnResult(id())
+		for _, i := range members() {
+			net.LeaveOnResult(i)
 		}
 	case "exit-on-result":
 		k, _ := strconv.Atoi(args["keep"])
