@@ -16,7 +16,7 @@ import (
 )
 
 // Scenarios are the kinds of fault a chaos schedule draws from.
-var Scenarios = []string{"loss", "dup", "reorder", "slow", "pause", "crash", "root-crash", "root-exit", "partition", "partition-heal", "forge", "forge-near", "forge-absent", "member-restart", "leave"}
+var Scenarios = []string{"loss", "dup", "reorder", "slow", "pause", "crash", "root-crash", "root-exit", "partition", "partition-heal", "forge", "forge-near", "forge-absent", "member-restart", "leave", "slow-net"}
 
 // OptIn are the scenarios a campaign draws from only when they are named
 // in ChaosConfig.Scenarios. "member-amnesia" is "member-restart" without
@@ -182,6 +182,19 @@ func ChaosCase(seed uint64, cc ChaosConfig) (Case, error) {
 		cfg.Jitter = time.Duration(1+rng.IntN(500)) * time.Microsecond
 		note("jitter %v", cfg.Jitter)
 	}
+	// A network slow rather than lossy, with messages held up to three
+	// times Suspect (a starved NATS server): falling back and deciding
+	// by Paxos at round trips longer than Suspect (see member's pledge).
+	// Drawn from a source of its own, as the later scenarios are, so
+	// that they keep their schedules; such an operation gets 40 Suspect.
+	limit := 10 * cfg.Suspect
+	slowNet := rand.New(rand.NewPCG(seed, 0x5105e7))
+	if slices.Contains(scenarios, "slow-net") && slowNet.IntN(2) == 0 {
+		cfg.Latency = time.Duration(float64(cfg.Suspect) * (0.1 + 0.9*slowNet.Float64()))
+		cfg.Jitter = max(cfg.Jitter, time.Duration(float64(cfg.Suspect)*3*slowNet.Float64()))
+		limit = 40 * cfg.Suspect
+		note("latency %v jitter %v", cfg.Latency, cfg.Jitter)
+	}
 	// Odd seeds reduce extremes too (as a Monitor does), decided without a
 	// draw so that every seed keeps the schedule it had before.
 	cfg.Extremes = seed%2 == 1
@@ -202,7 +215,6 @@ func ChaosCase(seed uint64, cc ChaosConfig) (Case, error) {
 	c := Case{Seed: seed}
 	n := cfg.Nodes
 	inputs := make([][]float64, n)
-	limit := 10 * cfg.Suspect
 	for e := 1; e <= ops; e++ {
 		for i := range inputs {
 			inputs[i] = []float64{float64(1 + rng.IntN(1000))}
