@@ -930,6 +930,14 @@ func (m *Machine) Offered(est, ext []float64) ([]float64, []float64, bool) {
 	return gossip.AppendRatios(est[:0], m.offered[:m.k+1]), append(ext[:0], m.offered[m.k+1:]...), true
 }
 
+// Short reports whether this node's second pass ended with fewer than a
+// majority vouching for R: vouches that were skipped as lost, or members
+// that did not accept R. The node cannot tell whether R is chosen; it
+// asks the other nodes for the result, and a runtime that falls back may
+// decide R by other means (see Choose): every node that accepted R did so
+// at the lowest ballot.
+func (m *Machine) Short() bool { return m.short }
+
 // Mismatch reports whether another node vouched for, or sent as chosen, a
 // result other than this node's: the exchange cannot end here, and the
 // runtime must fall back to another algorithm. It takes a corruption that

@@ -119,6 +119,7 @@ func (m *Machine) sendAll(o *op, tag uint64, payload []float64) {
 func (m *Machine) promiseLocal() {
 	px := &m.cur.px
 	if px.ballot >= px.promised {
+		m.pledge(m.cur)
 		px.promised = px.ballot
 		px.add(m.r.ID)
 		if px.hasAcc {
@@ -131,6 +132,9 @@ func (m *Machine) promiseLocal() {
 func (m *Machine) acceptLocal(now time.Duration) {
 	px := &m.cur.px
 	if px.ballot >= px.promised {
+		if px.ballot > 0 {
+			m.pledge(m.cur)
+		}
 		px.promised, px.accB, px.hasAcc = px.ballot, px.ballot, true
 		px.accepted = px.proposal
 		px.add(m.r.ID)
@@ -154,6 +158,7 @@ func (m *Machine) paxosStep(now time.Duration, o *op, msg gossip.Message) {
 			m.control(o, msg.From, tagNack, []float64{u2f(px.promised)})
 			return
 		}
+		m.pledge(o)
 		px.promised = b
 		reply := []float64{p[0], 0}
 		if px.hasAcc {
@@ -182,6 +187,9 @@ func (m *Machine) paxosStep(now time.Duration, o *op, msg gossip.Message) {
 			m.stats.Rejected++
 			m.log.Debug("proposal this member's estimate does not confirm ignored", "from", msg.From)
 			return
+		}
+		if b > 0 {
+			m.pledge(o)
 		}
 		px.promised, px.accB, px.hasAcc = b, b, true
 		px.accepted = slices.Clone(prop)
@@ -261,14 +269,19 @@ func (m *Machine) checkChosen(now time.Duration) {
 
 // paxosTick resends a phase that has not completed after Suspect/8
 // without a new vote and, after Suspect/2 without one, bids again with a
-// higher ballot.
+// higher ballot if it has seen one (a nack, or another proposer's
+// messages). Without a higher ballot about, a bid again only orphans the
+// replies still on their way: at round trips over Suspect/2 (16 simulated
+// members, messages up to 6.3 s on their way) the root bid every Suspect/2
+// and never counted a promise for the ballot it held, until the deadline.
+// The resends ask again for what was lost.
 func (m *Machine) paxosTick(now time.Duration) {
 	o := m.cur
 	px := &o.px
 	if px.phase != 1 && px.phase != 2 {
 		return
 	}
-	if now-px.phaseAt > m.r.Suspect/2 {
+	if now-px.phaseAt > m.r.Suspect/2 && px.seen > px.ballot {
 		own := px.proposal[1:]
 		m.propose(now, own)
 		return

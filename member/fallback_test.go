@@ -147,6 +147,56 @@ func TestNoAcceptanceAtBallotZeroAfterAPromise(t *testing.T) {
 	assert.Zero(t, f2u(promise.Payload[1]), "the promise reports no accepted value")
 }
 
+// A member that fell back but has promised nothing keeps its exchange
+// going beside the gossip: when the first pass ends late it accepts R at
+// ballot 0, and its next promise reports R, so that the proposer proposes
+// it. On a slow network every member falls back before its first pass
+// ends, and refused there, no member could end the exchange at all (trace
+// slow_network.txt).
+func TestFallbackKeepsTheExchangeUntilAPromise(t *testing.T) {
+	ms, held, now := exchangeStalled(t, 1)
+	b := ms[1]
+	b.Step(now+time.Millisecond, held) // the first pass ends now
+	require.True(t, b.cur.px.hasAcc, "accepted at ballot 0 after falling back")
+	assert.Zero(t, b.cur.px.accB)
+	promise := promiseTo(b, now+2*time.Millisecond, 1)
+	require.NotNil(t, promise)
+	require.Greater(t, len(promise.Payload), 2)
+	assert.Equal(t, uint64(1), f2u(promise.Payload[1]), "accepted at ballot 0 (+1)")
+	assert.Equal(t, []float64{0, 15, 2}, promise.Payload[2:5], "root 0, the average, both inputs")
+}
+
+// A proposer that hears of no higher ballot does not bid again when its
+// replies are slow: it sends its prepare again, at the same ballot, so
+// that promises still on their way count. Bidding every Suspect/2 at
+// round trips of seconds, it never counted a promise (slow_network.txt).
+func TestSlowPromisesAreNotOrphaned(t *testing.T) {
+	ms, _, now := exchangeStalled(t, 1)
+	b := ms[1]
+	b.propose(now, b.cur.m.Estimate(nil))
+	ballot := b.cur.px.ballot
+	require.Equal(t, 1, b.cur.px.phase, "preparing")
+	var prepares int
+	for end := now + 5*b.r.Suspect; now < end; now += time.Millisecond {
+		b.Tick(now)
+		for _, msg := range b.Outbox() {
+			if msg.Kind == gossip.KindControl && msg.Tag == tagPrepare {
+				prepares++
+				assert.Equal(t, ballot, f2u(msg.Payload[0]), "the same ballot")
+			}
+		}
+	}
+	assert.Greater(t, prepares, 5, "sent again")
+	assert.Equal(t, ballot, b.cur.px.ballot)
+	// A higher ballot seen (a nack) makes it bid above it, after a pause.
+	b.Step(now, gossip.Message{From: 0, To: 1, Kind: gossip.KindControl, Epoch: 1, Tag: tagNack,
+		Payload: []float64{u2f(ballot + 1<<32)}})
+	for end := now + b.r.Suspect; now < end; now += time.Millisecond {
+		b.Tick(now)
+	}
+	assert.Greater(t, b.cur.px.ballot, ballot+1<<32, "bid again above the ballot it heard of")
+}
+
 // Member 0 has no fast ballot in a fallback: members may have accepted the
 // exchange's result at ballot 0, so a proposal of its own estimate there
 // would put two values at one ballot. It prepares at a higher ballot.

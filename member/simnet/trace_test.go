@@ -261,7 +261,11 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 				starts[i] = late
 			}
 		}
-		outs := net.Run(e, in, starts, 10*time.Second)
+		limit := 10 * time.Second
+		if _, ok := args["limit"]; ok { // run … limit=D: the operation's deadline
+			limit = dur("limit")
+		}
+		outs := net.Run(e, in, starts, limit)
 		var lines []string
 		if slices.Contains(pos, "time") { // run … time: how long it ran, simulated
 			lines = append(lines, fmt.Sprintf("took %v", (net.Now()-t0).Round(time.Millisecond)))
