@@ -1270,14 +1270,18 @@ func (m *Machine) sharedSilence(o *op, now time.Duration) bool {
 // the group, waits for a result that covers it after it was declared, or
 // after its exchange's last step if that came later (an exchange still
 // making steps may yet end with its result, which covers every member).
-// It is patience, or MaxSilence times Suspect once the member accepted
-// the exchange's result: the others may still decide it (see pledge), and
-// a member declared dead on a network slow rather than broken gave up
-// before they did (16 simulated members, messages up to 4.3 s on their
-// way: 4 or 5 of them, in three seeds).
+// It is patience, or MaxSilence times Suspect once the member accepted a
+// proposal that covers it (the exchange's result at ballot 0, or a
+// proposal of the commit): the others may still decide it, and on a
+// network slow rather than broken members declared dead gave up before
+// they did (16 simulated members, messages up to 4.3 s on their way: 4
+// or 5 of them, in three seeds).
 func (m *Machine) outcastPatience(o *op) time.Duration {
-	if o.px.hasAcc && o.px.accB == 0 && o.x != nil {
-		return max(m.patience(), MaxSilence*m.r.Suspect)
+	if o.px.hasAcc && len(o.px.accepted) > 0 {
+		_, _, _, dead, ok := parseResult(o.px.accepted[1:], len(o.req.Values), len(o.ext), m.r.n)
+		if ok && !dead.has(int(m.r.ID)) {
+			return max(m.patience(), MaxSilence*m.r.Suspect)
+		}
 	}
 	return m.patience()
 }
