@@ -350,10 +350,20 @@ func (s *shard) restart(id gossip.NodeID, durable bool) {
 		}
 	}
 	nd.lastTick = s.now
+	// The new process needs its own ticks: a crashed member's tick events
+	// are dropped (and a member restarted after a gap had none queued
+	// again, so its timers never fired: no resend, no stall, no new bid),
+	// and one still queued is the old process's.
+	nd.tickGen++
+	nd.tickAt = never
+	if !s.net.elides(nd) || s.net.checking {
+		nd.tickAt = s.now + s.net.cfg.Tick + nd.late
+		s.q.Push(float64(nd.tickAt), event{kind: evTick, to: id, msg: nd.tickGen})
+	}
 	if err := nd.m.Begin(s.now, nd.op); err != nil {
 		s.record1(id, member.Outcome{Err: err})
 	}
-	s.flush(id)
+	s.flush(id) // queues an elided member's next tick (schedule)
 }
 
 // Crashed reports whether member id has crashed.
