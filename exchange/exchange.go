@@ -539,10 +539,12 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 // this node stops (see Mismatch).
 func (m *Machine) takeResult(p []float64, chosen bool) {
 	switch {
-	case !m.final && !chosen && m.refused && !m.accepted:
-		// Not for this node to accept, but for its runtime to know (see
-		// Offered). The first one stays: two different ones take a
-		// corruption that escaped the hash.
+	case !m.final && !chosen && (m.refused && !m.accepted || m.p1 < 0):
+		// Not for this node to accept (it refused, or it is a folded
+		// rank, which never accepts), but for its runtime to know (see
+		// Offered): a folded rank whose runtime fell back but has not
+		// refused yet keeps it too. The first one stays: two different
+		// ones take a corruption that escaped the hash.
 		switch {
 		case m.offered == nil:
 			m.offered = append([]float64(nil), p...)
@@ -937,6 +939,11 @@ func (m *Machine) Offered(est, ext []float64) ([]float64, []float64, bool) {
 // decide R by other means (see Choose): every node that accepted R did so
 // at the lowest ballot.
 func (m *Machine) Short() bool { return m.short }
+
+// Vouches reports whether node j takes part in the second pass: a rank
+// of the hypercube, which accepts R when its first pass ends. A node
+// folded into its odd neighbour (N not a power of two) never accepts.
+func (m *Machine) Vouches(j gossip.NodeID) bool { return rdb.Rank(int(j), m.n) >= 0 }
 
 // Mismatch reports whether another node vouched for, or sent as chosen, a
 // result other than this node's: the exchange cannot end here, and the

@@ -219,3 +219,26 @@ func TestLenTagIsNeverZero(t *testing.T) {
 		assert.LessOrEqual(t, tag, uint64(lenMask), "w=%d", w)
 	}
 }
+
+// TestFoldedRankIsOfferedTheResult: a folded rank (N not a power of two)
+// never accepts, refused or not, and keeps a result R offered to it for
+// its runtime (Offered) before any refusal too: its runtime may have
+// fallen back and keep the exchange going until it promises a ballot,
+// and then needs R to vote for it. Vouches names the nodes that can
+// accept: the hypercube's ranks, not the folded ones.
+func TestFoldedRankIsOfferedTheResult(t *testing.T) {
+	g, err := topology.Complete(3)
+	require.NoError(t, err)
+	m, err := New(gossip.Config{ID: 0, Overlay: g, Value: []float64{1}, Mode: gossip.Average, Epoch: 1})
+	require.NoError(t, err)
+	assert.False(t, m.Vouches(0), "member 0 folds into member 1")
+	assert.True(t, m.Vouches(1))
+	assert.True(t, m.Vouches(2))
+	r := []float64{6, 3} // Σx, Σw of R
+	m.takeResult(r, false)
+	est, _, ok := m.Offered(nil, nil)
+	require.True(t, ok, "kept without a refusal")
+	assert.Equal(t, []float64{2}, est)
+	assert.False(t, m.Accepted())
+	assert.False(t, m.Done())
+}

@@ -1139,7 +1139,7 @@ func (m *Machine) NextTick(now time.Duration) (at time.Duration, ok bool) {
 func (m *Machine) opDue() time.Duration {
 	o := m.cur
 	if o.outcast && o.cert != nil {
-		due := min(o.outcastAt+m.patience()+1, o.outcastPing+m.r.Suspect/8)
+		due := min(m.outcastEnd(o)+1, o.outcastPing+m.r.Suspect/8)
 		if o.x != nil {
 			due = min(due, o.xTickAt+m.opIdle(o))
 		}
@@ -1195,7 +1195,7 @@ func (m *Machine) opDue() time.Duration {
 		due = min(due, m.lastTick+m.r.Tick)
 	}
 	if o.outcast {
-		due = min(due, o.outcastAt+m.patience()+1)
+		due = min(due, m.outcastEnd(o)+1)
 	}
 	return due
 }
@@ -1276,6 +1276,24 @@ func (m *Machine) sharedSilence(o *op, now time.Duration) bool {
 // network slow rather than broken members declared dead gave up before
 // they did (16 simulated members, messages up to 4.3 s on their way: 4
 // or 5 of them, in three seeds).
+// exchangeProposer is the member that proposes the exchange's result
+// when its second pass ended short of vouches: the lowest one not known
+// dead in operation o's certificate that takes part in the second pass.
+func (m *Machine) exchangeProposer(o *op) int {
+	for j := range m.r.n {
+		if !o.cert.isDead(j) && o.x.Vouches(gossip.NodeID(j)) {
+			return j
+		}
+	}
+	return -1
+}
+
+// outcastEnd is when operation o's member, declared dead, stops waiting
+// for the result (see outcastPatience).
+func (m *Machine) outcastEnd(o *op) time.Duration {
+	return max(o.outcastAt, o.progressAt) + m.outcastPatience(o)
+}
+
 func (m *Machine) outcastPatience(o *op) time.Duration {
 	if o.px.hasAcc && len(o.px.accepted) > 0 {
 		_, _, _, dead, ok := parseResult(o.px.accepted[1:], len(o.req.Values), len(o.ext), m.r.n)
@@ -1334,7 +1352,7 @@ func (m *Machine) tickOp(now time.Duration) {
 	o := m.cur
 	if o.outcast {
 		switch {
-		case now-max(o.outcastAt, o.progressAt) > m.outcastPatience(o):
+		case now > m.outcastEnd(o):
 			m.excludedSelf(now, o, o.outcastBy)
 			return
 		case o.cert == nil:
@@ -1719,10 +1737,14 @@ func (m *Machine) checkDone(now time.Duration) {
 			return
 		}
 		// The exchange's second pass ended here short of vouches, with R
-		// accepted: the root proposes R (ballot 0's value, which its
-		// promises adopt unless a higher ballot's came), without waiting
-		// for the gossip's certificate (see fallback.go).
-		if o.x != nil && o.x.Short() && o.px.phase == 0 && !o.outcast && o.px.hasAcc && o.px.accB == 0 && o.cert.root() == int(m.r.ID) {
+		// accepted: the lowest member not known dead that can accept R
+		// proposes it (ballot 0's value, which its promises adopt unless
+		// a higher ballot's came), without waiting for the gossip's
+		// certificate (see fallback.go). Not the root: with N not a power
+		// of two member 0 is folded, never accepts, and nobody proposed
+		// (13 simulated members, every one of the 8 that vouch accepted
+		// R, all short, PFCC not converging in 40 Suspect).
+		if o.x != nil && o.x.Short() && o.px.phase == 0 && !o.outcast && o.px.hasAcc && o.px.accB == 0 && m.exchangeProposer(o) == int(m.r.ID) {
 			m.propose(now, o.px.accepted[1:])
 			return
 		}
