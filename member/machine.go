@@ -1262,20 +1262,6 @@ func (m *Machine) sharedSilence(o *op, now time.Duration) bool {
 	return false
 }
 
-// patience is how long this member waits for a neighbour it has heard
-// from, or for the result once it has been declared dead (see outcast):
-// Suspect, or twice the longest silence of a live neighbour, up to
-// MaxSilence times Suspect (see limit).
-// outcastPatience is how long operation o's member, declared dead by
-// the group, waits for a result that covers it after it was declared, or
-// after its exchange's last step if that came later (an exchange still
-// making steps may yet end with its result, which covers every member).
-// It is patience, or MaxSilence times Suspect once the member accepted a
-// proposal that covers it (the exchange's result at ballot 0, or a
-// proposal of the commit): the others may still decide it, and on a
-// network slow rather than broken members declared dead gave up before
-// they did (16 simulated members, messages up to 4.3 s on their way: 4
-// or 5 of them, in three seeds).
 // exchangeProposer is the member that proposes the exchange's result
 // when its second pass ended short of vouches: the lowest one not known
 // dead in operation o's certificate that takes part in the second pass.
@@ -1294,6 +1280,16 @@ func (m *Machine) outcastEnd(o *op) time.Duration {
 	return max(o.outcastAt, o.progressAt) + m.outcastPatience(o)
 }
 
+// outcastPatience is how long operation o's member, declared dead by
+// the group, waits for a result that covers it after it was declared, or
+// after its exchange's last step if that came later (an exchange still
+// making steps may yet end with its result, which covers every member).
+// It is patience, or MaxSilence times Suspect once the member accepted a
+// proposal that covers it (the exchange's result at ballot 0, or a
+// proposal of the commit): the others may still decide it, and on a
+// network slow rather than broken members declared dead gave up before
+// they did (16 simulated members, messages up to 4.3 s on their way: 4
+// or 5 of them, in three seeds).
 func (m *Machine) outcastPatience(o *op) time.Duration {
 	if o.px.hasAcc && len(o.px.accepted) > 0 {
 		_, _, _, dead, ok := parseResult(o.px.accepted[1:], len(o.req.Values), len(o.ext), m.r.n)
@@ -1304,6 +1300,10 @@ func (m *Machine) outcastPatience(o *op) time.Duration {
 	return m.patience()
 }
 
+// patience is how long this member waits for a neighbour it has heard
+// from, or for the result once it has been declared dead (see outcast):
+// Suspect, or twice the longest silence of a live neighbour, up to
+// MaxSilence times Suspect (see limit).
 func (m *Machine) patience() time.Duration {
 	return max(m.r.Suspect, min(2*m.slowest, MaxSilence*m.r.Suspect))
 }
