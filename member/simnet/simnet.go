@@ -50,6 +50,15 @@ type Config struct {
 	// on loopback). Jitter adds a uniform extra delay in [0, Jitter), which
 	// reorders messages.
 	Latency, Jitter time.Duration
+	// Server, if positive, passes every message through one simulated
+	// NATS server that takes Server to forward a message, one at a time,
+	// in the order they reach it: a server starved of CPU, whose queue,
+	// and so every message's delay, grows with the whole group's traffic.
+	// A message leaves its sender for the server at once, waits its turn,
+	// and then takes Latency (and Jitter) to its receiver. Zero: no
+	// server, every message takes Latency alone. The queue is one, so a
+	// group with a server runs in one shard (Workers is then 1).
+	Server time.Duration
 	// Overhead is the processing time of one event (a message or a tick) at
 	// a member, LogP's o; default 5 µs. A slow member's is multiplied.
 	Overhead time.Duration
@@ -184,6 +193,9 @@ type Net struct {
 	crew     *crew // the goroutines that run the shards but the first during a run
 
 	checking bool // see checkTicks
+	// serverFree is when the simulated server (Config.Server) is done
+	// with the messages it has taken in so far.
+	serverFree time.Duration
 	// noisy is set when the network draws anything for a message (loss,
 	// duplication or jitter). Without it the draw for loss, whose outcome
 	// is then known, is not made: nothing else reads the members' network
@@ -238,12 +250,12 @@ func New(cfg Config) (*Net, error) {
 	if !(cfg.Loss >= 0 && cfg.Loss < 1) || !(cfg.Dup >= 0 && cfg.Dup <= 1) {
 		return nil, fmt.Errorf("simnet: %w: loss %v, dup %v", gossip.ErrInvalidConfig, cfg.Loss, cfg.Dup)
 	}
-	if cfg.Latency < 0 || cfg.Jitter < 0 || cfg.Workers < 0 {
-		return nil, fmt.Errorf("simnet: %w: latency %v, jitter %v, workers %d", gossip.ErrInvalidConfig, cfg.Latency, cfg.Jitter, cfg.Workers)
+	if cfg.Latency < 0 || cfg.Jitter < 0 || cfg.Workers < 0 || cfg.Server < 0 {
+		return nil, fmt.Errorf("simnet: %w: latency %v, jitter %v, server %v, workers %d", gossip.ErrInvalidConfig, cfg.Latency, cfg.Jitter, cfg.Server, cfg.Workers)
 	}
 	cfg.Workers = min(cfg.Workers, cfg.Nodes)
-	if checkTicks != nil {
-		cfg.Workers = 1 // the hook is the test's, and not made for goroutines
+	if checkTicks != nil || cfg.Server > 0 {
+		cfg.Workers = 1 // the hook is the test's, not made for goroutines; the server is one queue
 	}
 	spec, err := algo.Lookup(cfg.Algorithm)
 	if err != nil {
@@ -1073,6 +1085,10 @@ func (s *shard) flush(id gossip.NodeID) {
 			at := s.now
 			if s.net.holds != nil {
 				at = s.leaves(id)
+			}
+			if sv := s.net.cfg.Server; sv > 0 {
+				at = max(at, s.net.serverFree) + sv
+				s.net.serverFree = at
 			}
 			s.post(nd, id, posted{at: at + d, ev: event{kind: evDeliver, to: msg.To}, msg: msg})
 		}

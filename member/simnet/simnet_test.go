@@ -271,3 +271,29 @@ func (c *cancelledLater) Err() error {
 	}
 	return context.Canceled
 }
+
+// TestServerForwardsOneMessageAtATime: with Config.Server every message
+// passes through one queue that forwards one per Server. Recursive
+// doubling among 16 members sends 16 messages in each of its 4 rounds,
+// and every member needs its last one, so all 64 pass the server: the
+// operation takes at least 64 ms at 1 ms a message, against well under a
+// millisecond without the server.
+func TestServerForwardsOneMessageAtATime(t *testing.T) {
+	const n = 16
+	took := func(server time.Duration) (time.Duration, int) {
+		net, err := New(Config{Nodes: n, Topology: "hypercube", Algorithm: "rdb", Seed: 1, Server: server})
+		require.NoError(t, err)
+		runAgreed(t, net, n, 1, inputs(n), 10*time.Second)
+		return net.Now(), net.Messages
+	}
+	fast, msgs := took(0)
+	require.Equal(t, 64, msgs)
+	assert.Less(t, fast, time.Millisecond)
+	slow, msgs := took(time.Millisecond)
+	assert.Equal(t, 64, msgs)
+	assert.GreaterOrEqual(t, slow, 64*time.Millisecond)
+	assert.Less(t, slow, 80*time.Millisecond, "a message waits for the ones ahead of it, not longer")
+
+	_, err := New(Config{Nodes: n, Server: -time.Millisecond})
+	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)
+}

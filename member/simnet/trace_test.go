@@ -25,7 +25,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the tr
 // of etcd-io/raft's datadriven tests: each block is a command, "----" and
 // the output it must print. Commands:
 //
-//	net [algo=A] nodes=N [topology=T] [seed=S] [suspect=D] [loss=P] [latency=D] [jitter=D]
+//	net [algo=A] nodes=N [topology=T] [seed=S] [suspect=D] [loss=P] [latency=D] [jitter=D] [server=D]
 //	crash ID at=D | pause ID at=D for=D | slow ID factor=F
 //	restart ID at=D                 (killed and started again, see Net.Restart)
 //	exit-on-result ID [keep=K]
@@ -179,6 +179,9 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		}
 		if _, ok := args["jitter"]; ok {
 			cfg.Jitter = dur("jitter")
+		}
+		if _, ok := args["server"]; ok {
+			cfg.Server = dur("server")
 		}
 		var err error
 		*netp, err = New(cfg)
