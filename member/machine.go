@@ -859,6 +859,9 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		mergeMax(o.ext, m.peer.ext)
 	}
 	m.quiet(o, true)
+	if c, ok := o.m.(clocked); ok {
+		c.SetClock(int64(now))
+	}
 	out, err := o.m.Step(msg, m.scratch[:0])
 	if id, ok := o.m.(idler); ok && o.idleShift > 0 && !id.Unanswered() {
 		// Answered after the idle steps had spaced out to Idle << k: the
@@ -1451,6 +1454,9 @@ func (m *Machine) tickOp(now time.Duration) {
 	// messages; issue 13.)
 	if now-o.idleFrom() >= m.idleWait(o, idle) && (o.cert == nil || now-o.lastHeard < m.r.Suspect) {
 		quiet := m.quiet(o, false)
+		if c, ok := o.m.(clocked); ok {
+			c.SetClock(int64(now))
+		}
 		if id, ok := o.m.(idler); ok {
 			if quiet {
 				o.idleAt = now
@@ -1593,10 +1599,36 @@ func (o *op) calmed() bool {
 // leaves the stable set.
 func (m *Machine) idleWait(o *op, idle time.Duration) time.Duration {
 	w := idle << o.idleShift
+	if c, ok := o.m.(clocked); ok && c.Pending() {
+		w = max(w, m.askWait(c))
+	}
 	if o.calmed() {
 		w = max(w, min(idle<<o.calm, m.calmCap(idle)))
 	}
 	return w
+}
+
+// askWait is how long a member whose machine has a push unacknowledged
+// waits after its last send before its idle step asks about it: at least
+// the machine's AskWait (twice the lower quartile of its asks' recent
+// round trips), up to Suspect; no longer than before while the machine
+// has no estimate.
+//
+// Until 2026-11-25 the idle step asked after Idle, doubling while the
+// same push stayed unanswered and starting again from Idle for the next.
+// On a server too slow for the group's traffic (member/simnet's Server,
+// as a server starved of CPU) every push then drew asks and answers while
+// its acknowledgement queued behind them: 16 simulated PFCC members of a
+// hypercube whose server forwards a message every 500 µs sent 584
+// messages a member, three quarters of them asks and their answers, and
+// took 4.6 s; at one every 2 ms none converged within 30 s (978 messages
+// a member, the server busy all along). Trace congested_server.txt.
+func (m *Machine) askWait(c clocked) time.Duration {
+	d, ok := c.AskWait()
+	if !ok {
+		return 0
+	}
+	return min(time.Duration(d), m.r.Suspect)
 }
 
 // calmCap bounds a settled member's idle period to Suspect/16. Its
@@ -1631,6 +1663,14 @@ type idler interface {
 	// Unanswered reports whether Idle would ask again for the answer
 	// the last idle step asked for.
 	Unanswered() bool
+}
+
+// clocked is implemented by machines that time their pushes' round trips
+// (see pushflow.Machine.AskWait).
+type clocked interface {
+	SetClock(now int64)
+	AskWait() (int64, bool)
+	Pending() bool
 }
 
 // quieter is implemented by machines that can stop answering pushes with
