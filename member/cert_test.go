@@ -43,6 +43,55 @@ func TestCertificateStabilityAndCompletion(t *testing.T) {
 	assert.True(t, a.dead.has(2), "the dead stay dead")
 }
 
+// TestStableNeedsNoNeighbourDisagreeing: agreeing observations of one
+// neighbour do not make a node stable while another neighbour's latest
+// disagreed (chaos case 936 of PFCC: three late messages of one neighbour,
+// carrying an estimate it had left, certified a node whose other neighbour
+// had just disagreed, and the group decided 2.6 ε from the exact average).
+func TestStableNeedsNoNeighbourDisagreeing(t *testing.T) {
+	c := newCertificate(3, 2, 3, 1e-9)
+	own := []float64{0.4}
+	var from0, from1 bool // what the member keeps of each neighbour
+	c.block(&from1, true)
+	c.unsettle()
+	for range 5 {
+		c.block(&from0, false)
+		c.observe(own, own, nil, nil)
+	}
+	assert.False(t, c.stable.has(2), "member 1's latest disagreed")
+	c.block(&from1, true)
+	assert.Equal(t, 1, c.blocked, "the same neighbour twice blocks once")
+
+	c.block(&from1, false)
+	assert.False(t, c.stable.has(2), "stable only on an observation")
+	c.observe(own, own, nil, nil)
+	assert.True(t, c.stable.has(2))
+
+	c.block(&from0, true)
+	c.observe(own, []float64{0.5}, nil, nil)
+	assert.False(t, c.stable.has(2))
+	assert.Equal(t, uint64(1), c.gen, "withdrawn")
+
+	// A neighbour excluded is no longer waited for (member.excluded).
+	c.block(&from0, false)
+	assert.Zero(t, c.blocked)
+}
+
+// TestStableNeedsAnEstimateThatStayed: a node whose estimate moved more than
+// theta while its streak ran starts the streak again: the neighbours it
+// agreed with saw the estimate it has left.
+func TestStableNeedsAnEstimateThatStayed(t *testing.T) {
+	c := newCertificate(3, 0, 3, 1e-6)
+	c.observe([]float64{1}, []float64{1}, nil, nil)
+	c.observe([]float64{1 + 5e-7}, []float64{1 + 5e-7}, nil, nil)
+	c.observe([]float64{1 + 2e-6}, []float64{1 + 2e-6}, nil, nil)
+	assert.False(t, c.stable.has(0), "moved 2e-6 since the streak began")
+	assert.Equal(t, 1, c.streak, "a new streak from the estimate it holds")
+	c.observe([]float64{1 + 2.5e-6}, []float64{1 + 2.5e-6}, nil, nil)
+	c.observe([]float64{1 + 2e-6}, []float64{1 + 2e-6}, nil, nil)
+	assert.True(t, c.stable.has(0))
+}
+
 func TestCertificateMergeByGeneration(t *testing.T) {
 	a := newCertificate(70, 5, 1, 1e-9)
 	a.observe([]float64{1}, []float64{1}, nil, nil)

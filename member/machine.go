@@ -208,6 +208,9 @@ type nbrState struct {
 	sentAt time.Duration // when last sent anything (see tickOp's heartbeats)
 	watch  bool          // watched by the failure detector: from certify until excluded
 	ever   bool          // heard from in this operation
+	// disagrees is set while the latest observation of its estimate
+	// disagreed with this member's (see certificate.block).
+	disagrees bool
 	// certVer is the highest ver of its certificate's sets merged (see
 	// the attachment's format): sets of a ver no higher hold nothing new.
 	certVer uint64
@@ -893,8 +896,12 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		// settled, a pass over every push in flight (5 % of the CPU of a
 		// 65,536-member simulation), is asked only when the estimates
 		// agree, which they seldom do while the group converges.
-		if o.cert.agrees(m.est, m.peer.est, o.ext, m.peer.ext) && settled(o.m, o.cert.theta) {
-			o.cert.agreed()
+		near := o.cert.agrees(m.est, m.peer.est, o.ext, m.peer.ext)
+		if nb != nil && nb.watch {
+			o.cert.block(&nb.disagrees, !near)
+		}
+		if near && settled(o.m, o.cert.theta) {
+			o.cert.agreed(m.est)
 		} else {
 			o.cert.unsettle()
 		}
@@ -1071,6 +1078,7 @@ func (m *Machine) excluded(j gossip.NodeID) {
 	}
 	o.m.Exclude(j)
 	nb.watch = false
+	o.cert.block(&nb.disagrees, false)
 	o.cert.unsettle()
 	m.stats.Excluded++
 	m.log.Debug("excluded", "peer", j)

@@ -246,6 +246,20 @@ func traceStep(t *testing.T, netp **Net, np *int, cmd string) string {
 		for i := range in {
 			in[i] = []float64{float64(i + 1)}
 		}
+		if v, ok := args["inputs"]; ok {
+			// inputs=a,b,…: member i's input is the i-th number, not i+1
+			// (components separated by colons: inputs=1:0.5,2:0.25).
+			vals := strings.Split(v, ",")
+			require.Len(t, vals, *np, "%s: one input a member", cmd)
+			for i, val := range vals {
+				in[i] = in[i][:0]
+				for _, c := range strings.Split(val, ":") {
+					x, err := strconv.ParseFloat(c, 64)
+					require.NoError(t, err, cmd)
+					in[i] = append(in[i], x)
+				}
+			}
+		}
 		t0, m0, fb0 := net.Now(), net.Messages, fallbacks(net, *np)
 		var starts []time.Duration
 		if v, ok := args["starts"]; ok {
