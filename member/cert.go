@@ -32,11 +32,8 @@ type certificate struct {
 	// blocked counts the live neighbours whose latest observation
 	// disagreed (the caller keeps which, see block): while any does, the
 	// node is not stable, however many agreeing observations of its other
-	// neighbours it has. anchor is the node's estimate when its streak
-	// began: a node whose estimate moved more than theta from it since is
-	// not what the neighbours it agreed with saw, and starts again.
+	// neighbours it has.
 	blocked int
-	anchor  []float64
 
 	// ver counts the changes of gen, stable and dead. What is derived from
 	// them is kept with the ver it was derived at: every message carries
@@ -74,7 +71,7 @@ func newCertificate(n, self, need int, theta float64) *certificate {
 // one (only certified nodes need to do that: the others are not counted).
 func (c *certificate) observe(own, peer []float64, ownExt, peerExt []float64) {
 	if c.agrees(own, peer, ownExt, peerExt) {
-		c.agreed(own)
+		c.agreed()
 		return
 	}
 	c.unsettle()
@@ -98,9 +95,9 @@ func (c *certificate) agrees(own, peer []float64, ownExt, peerExt []float64) boo
 	return relDiff(own, peer) <= c.theta && gossip.SameBits(ownExt, peerExt)
 }
 
-// agreed extends the streak of agreeing observations, the node's estimate
-// being own, and, once it is long enough and no neighbour's latest
-// observation disagreed, puts the node in the stable set.
+// agreed extends the streak of agreeing observations and, once it is long
+// enough and no neighbour's latest observation disagreed, puts the node in
+// the stable set.
 //
 // Until 2026-11-29 any need agreeing observations in a row made the node
 // stable, and so they did when all came from one neighbour whose messages
@@ -113,13 +110,7 @@ func (c *certificate) agrees(own, peer []float64, ownExt, peerExt []float64) boo
 // been stable for a moment, and the root proposed 639 for an exact
 // average of 560.667 (trace stale_agreement.txt; 12 such wrong results
 // in 120,000 small slow groups, up to 0.14 from the exact average).
-func (c *certificate) agreed(own []float64) {
-	if c.streak > 0 && relDiff(c.anchor, own) > c.theta {
-		c.unsettle() // moved since the streak began
-	}
-	if c.streak == 0 {
-		c.anchor = append(c.anchor[:0], own...)
-	}
+func (c *certificate) agreed() {
 	c.streak++
 	c.settle()
 }

@@ -77,21 +77,6 @@ func TestStableNeedsNoNeighbourDisagreeing(t *testing.T) {
 	assert.Zero(t, c.blocked)
 }
 
-// TestStableNeedsAnEstimateThatStayed: a node whose estimate moved more than
-// theta while its streak ran starts the streak again: the neighbours it
-// agreed with saw the estimate it has left.
-func TestStableNeedsAnEstimateThatStayed(t *testing.T) {
-	c := newCertificate(3, 0, 3, 1e-6)
-	c.observe([]float64{1}, []float64{1}, nil, nil)
-	c.observe([]float64{1 + 5e-7}, []float64{1 + 5e-7}, nil, nil)
-	c.observe([]float64{1 + 2e-6}, []float64{1 + 2e-6}, nil, nil)
-	assert.False(t, c.stable.has(0), "moved 2e-6 since the streak began")
-	assert.Equal(t, 1, c.streak, "a new streak from the estimate it holds")
-	c.observe([]float64{1 + 2.5e-6}, []float64{1 + 2.5e-6}, nil, nil)
-	c.observe([]float64{1 + 2e-6}, []float64{1 + 2e-6}, nil, nil)
-	assert.True(t, c.stable.has(0))
-}
-
 func TestCertificateMergeByGeneration(t *testing.T) {
 	a := newCertificate(70, 5, 1, 1e-9)
 	a.observe([]float64{1}, []float64{1}, nil, nil)

@@ -21,11 +21,10 @@
 // stable in it, and the members known dead. A member is stable once it has
 // compared its estimate with its neighbours' on several messages in a row
 // and found them within θ = ε/(2(D+1)) (D the overlay's diameter), while
-//
-//   - nothing it sent is still in transit at a ratio away from its
-//     estimate (gossip.Settler),
-//   - no live neighbour's latest message disagreed with it, and
-//   - its own estimate has not moved more than θ since the first of them.
+// nothing it sent is still in transit at a ratio away from its estimate
+// (gossip.Settler) and no live neighbour's latest message disagreed with
+// it (a message older than one already taken in from its sender is not
+// looked at).
 //
 // Any disagreement, exclusion or repair at a stable member starts a new
 // generation, which withdraws every certificate of the old one. When every

@@ -136,3 +136,24 @@ func TestAskedAgainIsNotTimedOnceThereIsAnEstimate(t *testing.T) {
 	d, _ = a.AskWait()
 	assert.Equal(t, int64(2*200), d, "an ask answered the first time is")
 }
+
+// TestStaleSaysTheFlowWasOld: Stale is set by a message older than one
+// already taken in from its sender (its flow is not applied), and cleared
+// by the next Step, so that a runtime does not read an estimate that came
+// with it as the sender's latest.
+func TestStaleSaysTheFlowWasOld(t *testing.T) {
+	a, b := pfccPair(t)
+	first := a.Tick(nil)
+	second := a.Tick(nil)
+	require.Len(t, first, 1)
+	require.Len(t, second, 1)
+	_, err := b.Step(second[0], nil)
+	require.NoError(t, err)
+	assert.False(t, b.Stale(), "the newer push")
+	_, err = b.Step(first[0], nil)
+	require.NoError(t, err)
+	assert.True(t, b.Stale(), "overtaken by the newer one")
+	_, err = b.Step(gossip.Message{From: 5, To: 1, Kind: b.Kind(), Epoch: 0}, nil)
+	require.Error(t, err)
+	assert.False(t, b.Stale(), "a rejected message is not stale")
+}

@@ -137,6 +137,8 @@ type Machine struct {
 	askSeq uint32
 	// quiet and hushed: see Quiet and Hush.
 	quiet, hushed bool
+	// stale and wasAsk: see Stale and Asked.
+	stale, wasAsk bool
 	// The round trip of asks (see SetClock and AskWait): now is the
 	// caller's clock; askedT (nil until the first SetClock) per neighbour
 	// the clock at the first ask still unanswered, -1 for none, and
@@ -408,6 +410,28 @@ func (m *Machine) AskWait() (d int64, ok bool) {
 	return m.askWait, m.rttN >= rttFirst
 }
 
+// Stale reports whether the message the last Step took in was older than
+// one already taken in from the same neighbour (a resend or a duplicate
+// overtaken by a newer message): its flow was not applied, and what it
+// says of its sender is out of date.
+func (m *Machine) Stale() bool { return m.stale }
+
+// Asked reports whether the message the last Step took in was an ask (see
+// Ask), which this node answered at once and does not push on from.
+func (m *Machine) Asked() bool { return m.wasAsk }
+
+// Ask sends neighbour peer this node's flow to it again, marked as an
+// ask, so that the neighbour answers at once with its own (and with it,
+// in a runtime, its current estimate). Nothing is sent to a neighbour
+// excluded or unknown.
+func (m *Machine) Ask(peer gossip.NodeID, out []gossip.Message) []gossip.Message {
+	n, ok := m.index.lookup(peer)
+	if !ok || m.gone[n] {
+		return out
+	}
+	return m.ask(int(n), out)
+}
+
 // Pending reports whether a push to a live neighbour is unacknowledged,
 // so that Idle would ask about it rather than push.
 func (m *Machine) Pending() bool {
@@ -447,11 +471,13 @@ func (m *Machine) oldestInFlight() (n int, ok bool) {
 // message never sent, or from a node that is not a live neighbour are
 // rejected with an error and change nothing.
 func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Message, error) {
+	m.stale, m.wasAsk = false, false
 	n, err := m.check(msg)
 	if err != nil {
 		return out, err
 	}
 	m.steps++
+	m.wasAsk = msg.Tag&tagAsk != 0
 	out = m.verify(out)
 	before := len(out)
 	out = m.receive(n, msg, out)
@@ -537,6 +563,7 @@ func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gos
 		}
 		if seq <= m.recv[n] {
 			m.cnt.Stale++
+			m.stale = true
 			m.acknowledge(n, ack)
 			if msg.Tag&tagAsk != 0 {
 				return m.sendRepair(n, out) // already up to date: just acknowledge
