@@ -32,7 +32,10 @@ type certificate struct {
 	// blocked counts the live neighbours whose latest observation
 	// disagreed (the caller keeps which, see block): while any does, the
 	// node is not stable, however many agreeing observations of its other
-	// neighbours it has.
+	// neighbours it has. Latest is the latest taken in: the member does
+	// not observe a message older than one it already has from the same
+	// sender (see Machine.step). A neighbour not heard from in the
+	// operation holds nothing up; one never heard from is declared dead.
 	blocked int
 
 	// ver counts the changes of gen, stable and dead. What is derived from
@@ -69,6 +72,10 @@ func newCertificate(n, self, need int, theta float64) *certificate {
 // stable set; disagreement ends the streak and, if the node had certified
 // itself, withdraws every certificate of the generation by starting a new
 // one (only certified nodes need to do that: the others are not counted).
+// The member machine does not call it: it also records, with block, which
+// neighbour disagreed, and asks whether the node has settled, before it
+// calls agreed or unsettle (Machine.step); observe is the certificate's
+// rule alone, for its tests.
 func (c *certificate) observe(own, peer []float64, ownExt, peerExt []float64) {
 	if c.agrees(own, peer, ownExt, peerExt) {
 		c.agreed()

@@ -45,9 +45,10 @@ func TestCertificateStabilityAndCompletion(t *testing.T) {
 
 // TestStableNeedsNoNeighbourDisagreeing: agreeing observations of one
 // neighbour do not make a node stable while another neighbour's latest
-// disagreed (chaos case 936 of PFCC: three late messages of one neighbour,
-// carrying an estimate it had left, certified a node whose other neighbour
-// had just disagreed, and the group decided 2.6 ε from the exact average).
+// disagreed (trace stale_agreement.txt: three late messages of one
+// neighbour, carrying an estimate it had left, certified a member whose
+// other neighbour had just disagreed, and the group decided 639 for an
+// exact average of 560.667).
 func TestStableNeedsNoNeighbourDisagreeing(t *testing.T) {
 	c := newCertificate(3, 2, 3, 1e-9)
 	own := []float64{0.4}

@@ -1684,8 +1684,8 @@ func (m *Machine) idleWait(o *op, idle time.Duration) time.Duration {
 // askWait is how long a member whose machine has a push unacknowledged
 // waits after its last send before its idle step asks about it: at least
 // the machine's AskWait (twice the lower quartile of its asks' recent
-// round trips, those answered without being made again), up to Suspect;
-// no longer than before while the machine has no estimate.
+// round trips), up to Suspect; no longer than before while the machine
+// has no estimate.
 //
 // Until 2026-11-25 the idle step asked after Idle, doubling while the
 // same push stayed unanswered and starting again from Idle for the next.

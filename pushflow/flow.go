@@ -141,12 +141,10 @@ type Machine struct {
 	stale, wasAsk bool
 	// The round trip of asks (see SetClock and AskWait): now is the
 	// caller's clock; askedT (nil until the first SetClock) per neighbour
-	// the clock at the first ask still unanswered, -1 for none, and
-	// reasked whether it was asked again since; rtts the last round trips
-	// (see sample), rttN how many were taken.
+	// the clock at the first ask still unanswered, -1 for none; rtts the
+	// last round trips (see sample), rttN how many were taken.
 	now           int64
 	askedT        []int64
-	reasked       []bool
 	rtts, rttSort [rttKeep]int64
 	rttN          int
 	askWait       int64
@@ -351,7 +349,6 @@ func (m *Machine) Idle(out []gossip.Message) []gossip.Message {
 func (m *Machine) SetClock(now int64) {
 	if m.askedT == nil {
 		m.askedT = make([]int64, len(m.nbr))
-		m.reasked = make([]bool, len(m.nbr))
 		for n := range m.askedT {
 			m.askedT[n] = -1
 		}
@@ -386,26 +383,24 @@ const (
 
 // AskWait returns how long, in SetClock's unit, to wait for the answer to
 // an ask before asking again: twice the lower quartile of the last 16
-// round trips of asks answered without being made again, from the ask to
-// the acknowledgement that followed (Karn's rule; see acknowledge). A
-// neighbour answers an ask at once, so that is the network's round trip.
-// On a network that is slow rather than lossy (a server starved of CPU)
-// asking sooner only asks for an answer already on its way, and every ask
-// and answer waits in the same queue. ok is false until rttFirst round
-// trips were taken.
+// round trips of asks, from the first ask about a neighbour's pushes to
+// the acknowledgement that followed. A neighbour answers an ask at once,
+// so that is the network's round trip; an ask lost and made again adds
+// the wait between the two, which the lower quartile leaves out unless
+// most are lost. On a network that is slow rather than lossy (a server
+// starved of CPU) asking sooner only asks for an answer already on its
+// way, and every ask and answer waits in the same queue. ok is false
+// until rttFirst round trips were taken.
 //
-// Until 2026-11-29 every answered ask was timed from the first ask about
-// it, so an ask lost and made again counted the wait between the two,
-// which is this estimate: under loss it fed on itself. 16 simulated PFCC
-// members of a hypercube, seeds 1 to 4: under 20 % loss with up to 20 ms
-// of jitter they took 4.2 to 5.5 s, 2.2 to 2.6 s with Karn's rule alone
-// and 3.0 to 3.7 s with the first three ambiguous round trips kept; under
-// 50 % loss, 46 to 55 s against 26 to 45 s. Behind a server that forwards
-// a message every 2 ms, Karn's rule alone took 34 to 39 s (every ask was
-// made again before its answer, and none was timed) against 14 s, and
-// with the first three kept 15 to 17 s. The least of the 16 instead of
-// the lower quartile, tried too, took 2.6 to 2.9 s under 20 % loss with
-// jitter but 21.5 s behind the 2 ms server.
+// Tried on 2026-11-29 and not kept: Karn's rule (an ask made again not
+// timed once three round trips were). Under loss it kept the estimate
+// from growing on its own lost asks (16 simulated members under 20 % loss
+// with up to 20 ms of jitter: 3.0 to 3.7 s against 4.2 to 5.5 s), but an
+// acknowledgement often comes on a push already on its way, so the round
+// trips it kept were short, the estimate fell below the network's round
+// trip, every ask was made again and none was timed after: 16 members on
+// a ring behind a server that forwards a message every 500 µs took 37.5
+// to 53 s against 10.8 to 16.7 s (a review's finding; docs/live.md).
 func (m *Machine) AskWait() (d int64, ok bool) {
 	return m.askWait, m.rttN >= rttFirst
 }
@@ -422,14 +417,18 @@ func (m *Machine) Asked() bool { return m.wasAsk }
 
 // Ask sends neighbour peer this node's flow to it again, marked as an
 // ask, so that the neighbour answers at once with its own (and with it,
-// in a runtime, its current estimate). Nothing is sent to a neighbour
-// excluded or unknown.
+// in a runtime, its current estimate). It is not an ask about a push, and
+// AskWait does not time it: with no push to acknowledge, the clock would
+// run on to the acknowledgement of a later one. Nothing is sent to a
+// neighbour excluded or unknown.
 func (m *Machine) Ask(peer gossip.NodeID, out []gossip.Message) []gossip.Message {
 	n, ok := m.index.lookup(peer)
 	if !ok || m.gone[n] {
 		return out
 	}
-	return m.ask(int(n), out)
+	out = m.send(int(n), out)
+	out[len(out)-1].Tag |= tagRepair | tagAsk
+	return out
 }
 
 // Pending reports whether a push to a live neighbour is unacknowledged,
@@ -627,20 +626,11 @@ func (m *Machine) acknowledge(n int, ack uint32) {
 	m.pendSeq[n] = append(seqs[:0], seqs[drop:]...)
 	m.pendAt[n] = append(m.pendAt[n][:0], m.pendAt[n][drop:]...)
 	if m.askedT != nil && m.askedT[n] >= 0 {
-		// Acknowledged after an ask: the neighbour answers an ask as
-		// soon as it takes it in, so this is the network's round trip.
-		// After an ask made again it is ambiguous (Karn's rule, as TCP
-		// times segments): the acknowledgement may answer the first ask,
-		// late, or the last, and from the first ask it would count the
-		// wait between the two, which is this estimate. Those are taken
-		// only until rttFirst round trips were: on a network that holds
-		// every answer longer than Idle (a server starved of CPU) every
-		// ask is made again before its answer comes, and they are the
-		// only estimate there is.
-		if !m.reasked[n] || m.rttN < rttFirst {
-			m.sample(m.now - m.askedT[n])
-		}
-		m.askedT[n], m.reasked[n] = -1, false
+		// Acknowledged after an ask: the neighbour answers an ask at
+		// once, so this is the network's round trip (from the first ask:
+		// one lost and asked again adds the wait between the two).
+		m.sample(m.now - m.askedT[n])
+		m.askedT[n] = -1
 	}
 	vals := m.pendVal[n]
 	m.pendVal[n] = append(vals[:0], vals[drop*m.width:]...)
@@ -693,7 +683,7 @@ func (m *Machine) zero(n int) {
 	m.pendSeq[n] = m.pendSeq[n][:0]
 	m.pendAt[n] = m.pendAt[n][:0]
 	if m.askedT != nil {
-		m.askedT[n], m.reasked[n] = -1, false
+		m.askedT[n] = -1
 	}
 	m.pendVal[n] = m.pendVal[n][:0]
 	m.rebound(n)
@@ -833,12 +823,8 @@ func near(r, want, tol float64) bool {
 
 // ask sends the flow to neighbour n again, asking for an answer.
 func (m *Machine) ask(n int, out []gossip.Message) []gossip.Message {
-	if m.askedT != nil {
-		if m.askedT[n] < 0 {
-			m.askedT[n] = m.now
-		} else {
-			m.reasked[n] = true
-		}
+	if m.askedT != nil && m.askedT[n] < 0 {
+		m.askedT[n] = m.now
 	}
 	out = m.send(n, out)
 	out[len(out)-1].Tag |= tagRepair | tagAsk
