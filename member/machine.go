@@ -888,7 +888,8 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 	if o.inj != nil {
 		o.inj.InjectState(m.point(now, o), o.m)
 	}
-	if o.cert != nil && err == nil && !staleStep(o.m) {
+	last, _ := o.m.(lastStep)
+	if o.cert != nil && err == nil && (last == nil || !last.Stale()) {
 		m.est = o.m.Estimate(m.est[:0])
 		// Estimates that agree extend the streak only if nothing in transit
 		// can still change the aggregate: mass this member sent earlier, at
@@ -904,7 +905,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		switch {
 		case !near:
 			o.cert.unsettle()
-		case askedStep(o.m):
+		case last != nil && last.Asked():
 			// An ask (see askBlocking) says where the asker is, but a
 			// member that called itself stable on it would tell only the
 			// asker, in its answer, which goes no further: 8 members
@@ -1097,23 +1098,13 @@ func (m *Machine) excluded(j gossip.NodeID) {
 	m.log.Debug("excluded", "peer", j)
 }
 
-// staler is implemented by machines that can tell a message older than
-// one already taken in from its sender (see pushflow.Machine.Stale).
-type staler interface{ Stale() bool }
-
-// staleStep reports whether the message m's last Step took in was stale:
-// its estimate is older than the one this member last observed from the
-// same neighbour, and is not observed (see certificate.block).
-func staleStep(m gossip.Machine) bool {
-	s, ok := m.(staler)
-	return ok && s.Stale()
-}
-
-// askedStep reports whether the message m's last Step took in was an ask
-// (see asker).
-func askedStep(m gossip.Machine) bool {
-	a, ok := m.(interface{ Asked() bool })
-	return ok && a.Asked()
+// lastStep is implemented by machines that tell what the message their
+// last Step took in was (see pushflow.Machine.Stale and Asked): one older
+// than one already taken in from its sender, whose estimate is not
+// observed (see certificate.block), or an ask (see asker).
+type lastStep interface {
+	Stale() bool
+	Asked() bool
 }
 
 // asker is implemented by machines that can ask a neighbour for an

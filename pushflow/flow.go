@@ -426,9 +426,7 @@ func (m *Machine) Ask(peer gossip.NodeID, out []gossip.Message) []gossip.Message
 	if !ok || m.gone[n] {
 		return out
 	}
-	out = m.send(int(n), out)
-	out[len(out)-1].Tag |= tagRepair | tagAsk
-	return out
+	return m.sendAsk(int(n), out)
 }
 
 // Pending reports whether a push to a live neighbour is unacknowledged,
@@ -826,6 +824,12 @@ func (m *Machine) ask(n int, out []gossip.Message) []gossip.Message {
 	if m.askedT != nil && m.askedT[n] < 0 {
 		m.askedT[n] = m.now
 	}
+	return m.sendAsk(n, out)
+}
+
+// sendAsk sends the current flow to neighbour n marked as an ask, which
+// the neighbour answers at once.
+func (m *Machine) sendAsk(n int, out []gossip.Message) []gossip.Message {
 	out = m.send(n, out)
 	out[len(out)-1].Tag |= tagRepair | tagAsk
 	return out
