@@ -116,6 +116,9 @@ type Stats struct {
 	Rejected, Buffered, Overflow int
 	// Excluded counts neighbours this member declared dead or found absent.
 	Excluded int
+	// EstimateAsks counts neighbours this member asked for their estimate
+	// because their latest one disagreed and held up its certificate.
+	EstimateAsks int
 	// Stalls counts ticks that came so late that this member must have
 	// been stalled (starved of CPU, or stopped): its neighbours' silence
 	// over the stall was not held against them.
@@ -1135,6 +1138,7 @@ func (m *Machine) askBlocking(now time.Duration, o *op) {
 		if nb.disagrees && nb.watch && now-nb.askedAt >= wait {
 			nb.askedAt = now
 			out = a.Ask(m.nbrs[k], out)
+			m.stats.EstimateAsks++
 		}
 	}
 	m.emit(now, out)

@@ -297,3 +297,22 @@ func TestServerForwardsOneMessageAtATime(t *testing.T) {
 	_, err := New(Config{Nodes: n, Server: -time.Millisecond})
 	assert.ErrorIs(t, err, gossip.ErrInvalidConfig)
 }
+
+// TestBlockedMembersAskForTheEstimate: a member that would be stable but
+// for a neighbour whose latest estimate disagreed asks that neighbour for
+// its current one (member's askBlocking) rather than wait for it to send;
+// the group still returns one result, the exact aggregate within ε. At
+// 16,384 simulated members under 1 % loss, waiting instead cost 563.5
+// messages a member against 443.8 (docs/live.md, "The certificate on a
+// slow network").
+func TestBlockedMembersAskForTheEstimate(t *testing.T) {
+	const n = 64
+	net, err := New(Config{Nodes: n, Topology: "hypercube", Algorithm: "pfcc", Seed: 1, Loss: 0.05})
+	require.NoError(t, err)
+	runAgreed(t, net, n, 1, inputs(n), 30*time.Second)
+	asks := 0
+	for i := range n {
+		asks += net.Machine(gossip.NodeID(i)).Stats().EstimateAsks
+	}
+	assert.Positive(t, asks, "members held up by a neighbour asked it")
+}
