@@ -59,23 +59,13 @@ func TestTotalCacheIsFresh(t *testing.T) {
 	const seed = 5
 	rng := rand.New(rand.NewPCG(seed, 2))
 	inputs := gossiptest.Inputs(8, 4, seed)
-	ms, err := gossiptest.Build(gossiptest.Complete(8), inputs, gossip.Average, seed, func(c gossip.Config) (gossip.Machine, error) {
+	ms, inflight := started(t, 8, inputs, seed, func(c gossip.Config) (gossip.Machine, error) {
 		return NewChecked(c, Cooperative, 1e-11)
 	})
-	require.NoError(t, err)
-	var inflight []gossip.Message
-	for _, m := range ms {
-		inflight = m.Tick(inflight)
-	}
 	flips, checks := 0, 0
 	for step := range 5000 {
-		for len(inflight) == 0 {
-			inflight = ms[rng.IntN(len(ms))].Tick(inflight)
-		}
-		i := rng.IntN(len(inflight))
-		msg := inflight[i]
-		inflight[i] = inflight[len(inflight)-1]
-		inflight = inflight[:len(inflight)-1]
+		var msg gossip.Message
+		msg, inflight = takeAny(rng, ms, inflight)
 		m := ms[msg.To].(*Machine)
 		switch r := rng.IntN(20); {
 		case r == 0: // lost, and its sender steps on its own
@@ -176,13 +166,8 @@ func TestResendAtIsNeverLate(t *testing.T) {
 		inflight = m.Tick(inflight)
 	}
 	for step := range 20000 {
-		for len(inflight) == 0 {
-			inflight = ms[rng.IntN(len(ms))].Tick(inflight)
-		}
-		i := rng.IntN(len(inflight))
-		msg := inflight[i]
-		inflight[i] = inflight[len(inflight)-1]
-		inflight = inflight[:len(inflight)-1]
+		var msg gossip.Message
+		msg, inflight = takeAny(rng, ms, inflight)
 		m := ms[msg.To].(*Machine)
 		switch r := rng.IntN(10); {
 		case r < 3: // lost; its sender steps on its own
@@ -214,4 +199,93 @@ func TestResendAtIsNeverLate(t *testing.T) {
 		resends += m.(*Machine).cnt.Resends
 	}
 	require.Greater(t, resends, 100)
+}
+
+// pendingNaive is Pending as it was: a pass over the live neighbours'
+// unacknowledged pushes.
+func pendingNaive(m *Machine) bool {
+	for n := range m.nbr {
+		if !m.gone[n] && len(m.pendSeq[n]) > 0 {
+			return m.tagged
+		}
+	}
+	return false
+}
+
+// TestPendingMatchesScan drives PFCC and plain Push-Flow machines with
+// random deliveries, losses, idle steps, asks, exclusions and bit flips (a
+// corrupted flow may be zeroed, which forgets its pushes), and checks
+// after every event that the counted Pending answers as the pass over
+// every neighbour, at the machine that stepped and at the sender.
+func TestPendingMatchesScan(t *testing.T) {
+	for _, checked := range []bool{false, true} {
+		const seed = 17
+		rng := rand.New(rand.NewPCG(seed, 3))
+		inputs := gossiptest.Inputs(8, 2, seed)
+		ms, inflight := started(t, 8, inputs, seed, func(c gossip.Config) (gossip.Machine, error) {
+			if checked {
+				return NewChecked(c, Local, 1e-11)
+			}
+			return New(c)
+		})
+		pending, idle := 0, 0
+		for step := range 20000 {
+			var msg gossip.Message
+			msg, inflight = takeAny(rng, ms, inflight)
+			m, from := ms[msg.To].(*Machine), ms[msg.From].(*Machine)
+			switch r := rng.IntN(10); {
+			case r == 0: // lost: its push stays unacknowledged
+				inflight = from.Idle(inflight)
+				idle++
+			case r == 1:
+				inflight = from.Ask(msg.To, inflight)
+			case r == 2 && checked:
+				var words []gossip.Word
+				for w := range m.Words() {
+					words = append(words, w)
+				}
+				w := words[rng.IntN(len(words))]
+				*w.Ptr = math.Float64frombits(math.Float64bits(*w.Ptr) ^ 1<<(40+rng.IntN(12)))
+				inflight, _ = m.Step(msg, inflight)
+			case step%4000 == 3999:
+				m.Exclude(gossip.NodeID(rng.IntN(8)))
+				inflight, _ = m.Step(msg, inflight)
+			default:
+				inflight, _ = m.Step(msg, inflight)
+			}
+			for _, x := range []*Machine{m, from} {
+				require.Equal(t, pendingNaive(x), x.Pending(), "checked %v, seed %d, step %d, node %d", checked, seed, step, x.id)
+				if x.Pending() {
+					pending++
+				}
+			}
+		}
+		require.Positive(t, pending)
+		require.Positive(t, idle)
+	}
+}
+
+// started builds machines on a complete overlay of n nodes and ticks each
+// once; it returns them and the messages of those ticks.
+func started(t *testing.T, n int, inputs [][]float64, seed uint64, mk func(gossip.Config) (gossip.Machine, error)) ([]gossip.Machine, []gossip.Message) {
+	t.Helper()
+	ms, err := gossiptest.Build(gossiptest.Complete(n), inputs, gossip.Average, seed, mk)
+	require.NoError(t, err)
+	var inflight []gossip.Message
+	for _, m := range ms {
+		inflight = m.Tick(inflight)
+	}
+	return ms, inflight
+}
+
+// takeAny takes a message in flight at random, after a Tick of a random
+// machine when none is.
+func takeAny(rng *rand.Rand, ms []gossip.Machine, inflight []gossip.Message) (gossip.Message, []gossip.Message) {
+	for len(inflight) == 0 {
+		inflight = ms[rng.IntN(len(ms))].Tick(inflight)
+	}
+	i := rng.IntN(len(inflight))
+	msg := inflight[i]
+	inflight[i] = inflight[len(inflight)-1]
+	return msg, inflight[:len(inflight)-1]
 }
