@@ -61,6 +61,15 @@ type certificate struct {
 	// over 1,024 words, and the sets change on most messages while the
 	// stable set fills.
 	nStable, nDead int
+	// deadWire is the dead set's wire form when it had deadWireN
+	// members: the set only gains members, so its count names it. Every
+	// change of the stable set makes a new attachment, and the dead set,
+	// which changes far less often, was written anew into each (a pass
+	// over n bits and a uvarint for every member: at 65,536 simulated
+	// members with 655 dead, most of the 4 % of the time spent writing
+	// lists).
+	deadWire  []byte
+	deadWireN int
 }
 
 func newCertificate(n, self, need int, theta float64) *certificate {
@@ -443,7 +452,11 @@ func (c *certificate) attachment(k, m int) []byte {
 	b = binary.AppendUvarint(b, uint64(c.n))
 	b = c.stable.appendCountedSet(b, c.n, c.nStable)
 	deadAt := len(b)
-	b = c.dead.appendCountedSet(b, c.n, c.nDead)
+	if c.deadWire == nil || c.deadWireN != c.nDead {
+		c.deadWire = c.dead.appendCountedSet(c.deadWire[:0], c.n, c.nDead)
+		c.deadWireN = c.nDead
+	}
+	b = append(b, c.deadWire...)
 	// A copy of the exact size: the sets take up to n/4 bytes, and the
 	// attachments in flight are most of a large simulated group's memory.
 	c.wire = append(make([]byte, 0, len(b)), b...)
