@@ -793,6 +793,9 @@ func (m *Machine) resendOld(out []gossip.Message) []gossip.Message {
 // within tol (relative, per value component) of the node's current
 // estimate. See gossip.Settler.
 func (m *Machine) Settled(tol float64) bool {
+	if m.waitOn == 0 {
+		return true // no push unacknowledged: the pass below finds none
+	}
 	e := m.total()
 	for n := range m.nbr {
 		if m.gone[n] || len(m.pendSeq[n]) == 0 {
