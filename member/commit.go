@@ -260,6 +260,7 @@ func (m *Machine) checkChosen(now time.Duration) {
 	}
 	px.phase = 3
 	value := px.proposal[1:]
+	m.bsent = true
 	if err := m.bnode.Broadcast(m.bnow(now), o.epoch, value); err != nil {
 		m.log.Debug("result broadcast failed to start", "err", err)
 	}

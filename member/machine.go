@@ -231,10 +231,15 @@ type nbrState struct {
 // simulator and the live runtime drive the same code, and a run is
 // determined by its inputs. Not safe for concurrent use.
 type Machine struct {
-	r        *resolved
-	log      interface{ Debug(string, ...any) }
-	nbrs     []gossip.NodeID // the overlay neighbours, sorted, without repeats
-	bnode    *broadcast.Node
+	r     *resolved
+	log   interface{ Debug(string, ...any) }
+	nbrs  []gossip.NodeID // the overlay neighbours, sorted, without repeats
+	bnode *broadcast.Node
+	// bsent is set once a broadcast message or a broadcast of its own
+	// was handed to bnode, which until then has nothing open: Wake, Poll
+	// and Deliveries then need no look at it (a cache miss on nearly
+	// every event of a large simulated group, 2.5 % of its time).
+	bsent    bool
 	epoch    uint64 // the last operation started
 	ops      int    // operations started
 	cur      *op
@@ -395,6 +400,9 @@ func (m *Machine) Pending() (epoch uint64, ok bool) {
 // result broadcast's next send) even if nothing arrives; ok is false when
 // only the regular tick is needed.
 func (m *Machine) Wake() (at time.Duration, ok bool) {
+	if !m.bsent {
+		return 0, false
+	}
 	w := m.bnode.Wake()
 	if w == broadcast.Never {
 		return 0, false
@@ -756,6 +764,7 @@ func (m *Machine) step(now time.Duration, msg gossip.Message) {
 		return
 	}
 	if msg.Kind == gossip.KindBroadcast {
+		m.bsent = true
 		if err := m.bnode.Step(m.bnow(now), msg); err != nil {
 			m.reject("broadcast", msg, err)
 		}
@@ -1876,6 +1885,9 @@ func (m *Machine) checkDone(now time.Duration) {
 
 // pollBroadcast queues what the result broadcast wants to send now.
 func (m *Machine) pollBroadcast(now time.Duration) {
+	if !m.bsent {
+		return
+	}
 	for {
 		m.scratch = m.bnode.Poll(m.bnow(now), m.scratch[:0])
 		if len(m.scratch) == 0 {
@@ -1893,6 +1905,9 @@ func (m *Machine) pollBroadcast(now time.Duration) {
 
 // collect takes the broadcast's deliveries.
 func (m *Machine) collect(now time.Duration) {
+	if !m.bsent {
+		return
+	}
 	for _, dv := range m.bnode.Deliveries(nil) {
 		if m.Active() && dv.Epoch == m.cur.epoch {
 			// The members that relay a broadcast have not checked it: its
