@@ -23,7 +23,7 @@ func (m *Machine) verify(out []gossip.Message) []gossip.Message {
 	r := m.ref()
 	flowsOK := true
 	for n := range m.nbr {
-		if m.gone[n] {
+		if m.nb[n].gone {
 			continue
 		}
 		f := m.flow(n)
@@ -42,9 +42,9 @@ func (m *Machine) verify(out []gossip.Message) []gossip.Message {
 		}
 		// Ask the neighbour for its flow, once, and again only if no answer
 		// came within repairResend steps.
-		if !m.suspect[n] || m.steps-m.asked[n] >= repairResend {
-			m.suspect[n] = true
-			m.asked[n] = m.steps
+		if !m.nb[n].suspect || m.steps-m.nb[n].asked >= repairResend {
+			m.nb[n].suspect = true
+			m.nb[n].asked = m.steps
 			m.cnt.Requests++
 			out = m.sendRepair(n, out)
 		}
@@ -78,7 +78,7 @@ func (m *Machine) settle() {
 func (m *Machine) repairInput() {
 	cand := append(m.e[:0], m.last...)
 	for n := range m.nbr {
-		if m.gone[n] {
+		if m.nb[n].gone {
 			continue
 		}
 		for c, v := range m.flow(n) {

@@ -74,30 +74,25 @@ type Counters struct {
 // NewPublished, or through packages pflc and pfcc. Not safe for concurrent
 // use.
 type Machine struct {
-	id      gossip.NodeID
-	epoch   uint64
-	rng     *rand.Rand
-	k       int // value components
-	width   int // words per flow: k+1, or k+2 with a checksum
-	kind    gossip.Kind
-	tagged  bool       // acknowledged flows (the concurrency fix)
-	corr    Correction // 0: no checksum
-	tau     float64
-	input   []float64
-	nbr     []gossip.NodeID
-	index   peerIndex
-	flows   []float64 // len(nbr)*width
-	gone    []bool    // excluded
-	live    int
-	sent    []uint32 // per neighbour: sequence number of the last message sent
-	recv    []uint32 // per neighbour: sequence number of the last message received
-	pendSeq [][]uint32
-	pendVal [][]float64 // width words per pending push
+	id     gossip.NodeID
+	epoch  uint64
+	rng    *rand.Rand
+	k      int // value components
+	width  int // words per flow: k+1, or k+2 with a checksum
+	kind   gossip.Kind
+	tagged bool       // acknowledged flows (the concurrency fix)
+	corr   Correction // 0: no checksum
+	tau    float64
+	input  []float64
+	nbr    []gossip.NodeID
+	index  peerIndex
+	flows  []float64 // len(nbr)*width
+	nb     []peer    // by position in nbr
+	live   int
 	// Checked machines only.
-	last    []float64 // the estimate at the end of the last step, if verified
-	lastOK  bool      // last was verified and the flows have not changed since
-	suspect []bool    // PFCC: flows found corrupted, waiting for the neighbour
-	e       []float64 // scratch
+	last   []float64 // the estimate at the end of the last step, if verified
+	lastOK bool      // last was verified and the flows have not changed since
+	e      []float64 // scratch
 	// tot caches input + Σ live flows, the numerator and weight of the
 	// estimate, while totOK: every path that can change a flow, the input
 	// or the live set clears totOK (flow, Exclude, repairInput, Words), so
@@ -107,26 +102,13 @@ type Machine struct {
 	tot    []float64
 	totOK  bool
 	cnt    Counters
-	steps  uint64     // Tick and Step calls: the machine's clock
-	resend uint64     // Config.Resend
-	pendAt [][]uint64 // per neighbour: steps at each unacknowledged push
+	steps  uint64 // Tick and Step calls: the machine's clock
+	resend uint64 // Config.Resend
 	// waitOn counts the live neighbours with a push unacknowledged, so
 	// that Pending costs no pass over them: a runtime asks it before
 	// every idle wait, and at 65,536 simulated members the pass, a cache
 	// miss for each neighbour's pending pushes, was 9 % of the time.
 	waitOn int
-	// pendLo and pendHi bound, per neighbour and value component, the
-	// ratios (component over weight) of the unacknowledged pushes, and
-	// pendNaN marks a neighbour with a ratio that is NaN, so that Settled
-	// costs O(degree) however many pushes a silent neighbour has not
-	// acknowledged (thousands before it is declared dead, which made every
-	// step quadratic). They exist only while a neighbour has more than
-	// boundsAfter pending pushes: for fewer, Settled reads the pushes
-	// themselves at the same cost, and a vector of k components does not
-	// hold 2k more words for every neighbour (issue 13).
-	pendLo, pendHi [][]float64
-	pendNaN        []bool
-	resent         []uint64 // per neighbour: steps at the last resend
 	// resendAt is a step count before which resendOld has nothing to
 	// send: no later than the earliest step at which a neighbour's oldest
 	// unacknowledged push is due again. Pushes are acknowledged within a
@@ -134,8 +116,7 @@ type Machine struct {
 	// every step, and its pass over the neighbours was 4 % of a large
 	// simulated group's time.
 	resendAt uint64
-	asked    []uint64 // PFCC: per neighbour, steps at the last repair request
-	owed     int      // PFCC: pushes held back while waiting for a repair
+	owed     int // PFCC: pushes held back while waiting for a repair
 	// The push the last idle step asked about: neighbour askN's pending
 	// push askSeq (0: none). See Unanswered.
 	askN   int
@@ -145,14 +126,49 @@ type Machine struct {
 	// stale and wasAsk: see Stale and Asked.
 	stale, wasAsk bool
 	// The round trip of asks (see SetClock and AskWait): now is the
-	// caller's clock; askedT (nil until the first SetClock) per neighbour
-	// the clock at the first ask still unanswered, -1 for none; rtts the
-	// last round trips (see sample), rttN how many were taken.
+	// caller's clock, clocked whether SetClock was called (peer.askedT is
+	// kept only then); rtts the last round trips (see sample), rttN how
+	// many were taken.
 	now           int64
-	askedT        []int64
+	clocked       bool
 	rtts, rttSort [rttKeep]int64
 	rttN          int
 	askWait       int64
+}
+
+// peer is the machine's state of one neighbour, in one place: a message
+// from a neighbour, and a push to it, read most of it, and kept in a dozen
+// arrays by neighbour it was a dozen cache misses an event in a large
+// simulated group, whose members' state is mostly out of cache.
+type peer struct {
+	sent uint32 // sequence number of the last message sent
+	recv uint32 // sequence number of the last message received
+	gone bool   // excluded
+	// suspect (PFCC): its flow was found corrupted, and this node waits
+	// for the neighbour's.
+	suspect bool
+	// pendNaN: see pendLo.
+	pendNaN bool
+	resent  uint64 // steps at the last resend
+	asked   uint64 // PFCC: steps at the last repair request
+	// askedT is the clock at the first ask still unanswered, -1 for none
+	// (kept once the machine has a clock, see SetClock).
+	askedT int64
+	// The unacknowledged pushes: their sequence numbers, the steps at
+	// which each was made, and their width words each.
+	pendSeq []uint32
+	pendAt  []uint64
+	pendVal []float64
+	// pendLo and pendHi bound, per value component, the ratios
+	// (component over weight) of the unacknowledged pushes, and pendNaN
+	// marks a ratio that is NaN, so that Settled costs O(degree) however
+	// many pushes a silent neighbour has not acknowledged (thousands
+	// before it is declared dead, which made every step quadratic). They
+	// exist only while the neighbour has more than boundsAfter pending
+	// pushes: for fewer, Settled reads the pushes themselves at the same
+	// cost, and a vector of k components does not hold 2k more words for
+	// every neighbour (issue 13).
+	pendLo, pendHi []float64
 }
 
 // tagRepair marks PFCC's repair requests and replies (thesis Algorithm 6,
@@ -253,23 +269,12 @@ func build(cfg gossip.Config, tagged bool, c Correction) (*Machine, error) {
 	}
 	m.live = deg
 	m.flows = make([]float64, deg*m.width)
-	m.gone = make([]bool, deg)
-	m.sent = make([]uint32, deg)
-	m.recv = make([]uint32, deg)
-	m.asked = make([]uint64, deg)
-	m.pendAt = make([][]uint64, deg)
-	m.resent = make([]uint64, deg)
+	m.nb = make([]peer, deg)
 	m.resend = uint64(cfg.Resend)
-	m.pendSeq = make([][]uint32, deg)
-	m.pendVal = make([][]float64, deg)
-	m.pendLo = make([][]float64, deg)
-	m.pendHi = make([][]float64, deg)
-	m.pendNaN = make([]bool, deg)
 	m.e = make([]float64, m.width)
 	if c != 0 {
 		m.last = append([]float64(nil), m.input...)
 		m.lastOK = true
-		m.suspect = make([]bool, deg)
 	}
 	return m, nil
 }
@@ -336,9 +341,9 @@ func (m *Machine) Idle(out []gossip.Message) []gossip.Message {
 	case (!m.tagged || !waiting) && m.quiet:
 	case !m.tagged || !waiting:
 		out = m.push(out, false)
-	case m.resent[n] != m.steps: // else resendOld has just asked it
-		m.askN, m.askSeq = n, m.pendSeq[n][0]
-		m.resent[n] = m.steps
+	case m.nb[n].resent != m.steps: // else resendOld has just asked it
+		m.askN, m.askSeq = n, m.nb[n].pendSeq[0]
+		m.nb[n].resent = m.steps
 		m.cnt.Resends++
 		out = m.ask(n, out)
 	}
@@ -352,10 +357,10 @@ func (m *Machine) Idle(out []gossip.Message) []gossip.Message {
 // estimate. A machine never given a clock has none, and behaves the same:
 // the clock decides nothing here.
 func (m *Machine) SetClock(now int64) {
-	if m.askedT == nil {
-		m.askedT = make([]int64, len(m.nbr))
-		for n := range m.askedT {
-			m.askedT[n] = -1
+	if !m.clocked {
+		m.clocked = true
+		for n := range m.nb {
+			m.nb[n].askedT = -1
 		}
 	}
 	m.now = max(m.now, now)
@@ -428,7 +433,7 @@ func (m *Machine) Asked() bool { return m.wasAsk }
 // neighbour excluded or unknown.
 func (m *Machine) Ask(peer gossip.NodeID, out []gossip.Message) []gossip.Message {
 	n, ok := m.index.lookup(peer)
-	if !ok || m.gone[n] {
+	if !ok || m.nb[n].gone {
 		return out
 	}
 	return m.sendAsk(int(n), out)
@@ -445,10 +450,10 @@ func (m *Machine) Pending() bool {
 // again. A runtime uses it to space out its idle steps while answers are
 // slow rather than lost.
 func (m *Machine) Unanswered() bool {
-	if m.askSeq == 0 || m.gone[m.askN] {
+	if m.askSeq == 0 || m.nb[m.askN].gone {
 		return false
 	}
-	p := m.pendSeq[m.askN]
+	p := m.nb[m.askN].pendSeq
 	return len(p) > 0 && p[0] == m.askSeq
 }
 
@@ -460,11 +465,11 @@ func (m *Machine) oldestInFlight() (n int, ok bool) {
 	}
 	var at uint64
 	for j := range m.nbr {
-		if m.gone[j] || len(m.pendAt[j]) == 0 {
+		if m.nb[j].gone || len(m.nb[j].pendAt) == 0 {
 			continue
 		}
-		if !ok || m.pendAt[j][0] < at {
-			n, at, ok = j, m.pendAt[j][0], true
+		if !ok || m.nb[j].pendAt[0] < at {
+			n, at, ok = j, m.nb[j].pendAt[0], true
 		}
 	}
 	return n, ok
@@ -540,11 +545,11 @@ func (m *Machine) check(msg gossip.Message) (int, error) {
 		return 0, fmt.Errorf("pushflow: %w: payload has %d words, want %d", gossip.ErrLength, len(msg.Payload), m.width)
 	}
 	n, ok := m.index.lookup(msg.From)
-	if !ok || m.gone[n] {
+	if !ok || m.nb[n].gone {
 		return 0, fmt.Errorf("pushflow: %w: %d is not a live neighbour of %d", gossip.ErrUnknownPeer, msg.From, m.id)
 	}
 	if m.tagged {
-		if ack := uint32(msg.Tag); ack > m.sent[n] && ack > seqMask {
+		if ack := uint32(msg.Tag); ack > m.nb[n].sent && ack > seqMask {
 			return 0, fmt.Errorf("pushflow: %w: %d acknowledges message %d, which no node numbers", gossip.ErrForeignMessage, msg.From, ack)
 		}
 	}
@@ -555,17 +560,17 @@ func (m *Machine) check(msg gossip.Message) (int, error) {
 func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gossip.Message {
 	if m.tagged {
 		seq, ack := uint32(msg.Tag>>32)&seqMask, uint32(msg.Tag)
-		if ack > m.sent[n] {
+		if ack > m.nb[n].sent {
 			// The neighbour has taken in pushes numbered up to ack from an
 			// earlier incarnation of this node, and takes pushes numbered
 			// no higher for stale: it has applied none of this machine's,
 			// and never will. Number on from ack, and forget those pushes
 			// (acknowledge, below): their mass comes back with the flow
 			// this message carries, which never counted them.
-			m.sent[n] = ack
+			m.nb[n].sent = ack
 			m.cnt.Restarted++
 		}
-		if seq <= m.recv[n] {
+		if seq <= m.nb[n].recv {
 			m.cnt.Stale++
 			m.stale = true
 			m.acknowledge(n, ack)
@@ -574,7 +579,7 @@ func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gos
 			}
 			return out
 		}
-		m.recv[n] = seq
+		m.nb[n].recv = seq
 		m.acknowledge(n, ack)
 	}
 	f := msg.Payload
@@ -594,10 +599,10 @@ func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gos
 	for c := range own {
 		own[c] = -f[c]
 	}
-	if len(m.pendSeq[n]) > 0 {
+	if len(m.nb[n].pendSeq) > 0 {
 		m.cnt.Merged++
-		vals := m.pendVal[n]
-		for p := range m.pendSeq[n] {
+		vals := m.nb[n].pendVal
+		for p := range m.nb[n].pendSeq {
 			d := vals[p*m.width : (p+1)*m.width]
 			for c := range own {
 				own[c] -= d[c]
@@ -606,7 +611,7 @@ func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gos
 	}
 	if m.corr != 0 {
 		m.seal(own)
-		m.suspect[n] = false
+		m.nb[n].suspect = false
 	}
 	if msg.Tag&tagAsk != 0 {
 		out = m.sendRepair(n, out)
@@ -620,7 +625,7 @@ func (m *Machine) seal(f []float64) { f[m.k+1] = checksum(f[:m.k+1]) }
 
 // acknowledge forgets the pushes to neighbour n that n has seen.
 func (m *Machine) acknowledge(n int, ack uint32) {
-	seqs := m.pendSeq[n]
+	seqs := m.nb[n].pendSeq
 	drop := 0
 	for drop < len(seqs) && seqs[drop] <= ack {
 		drop++
@@ -628,20 +633,20 @@ func (m *Machine) acknowledge(n int, ack uint32) {
 	if drop == 0 {
 		return
 	}
-	m.pendSeq[n] = append(seqs[:0], seqs[drop:]...)
-	m.pendAt[n] = append(m.pendAt[n][:0], m.pendAt[n][drop:]...)
-	if len(m.pendSeq[n]) == 0 {
+	m.nb[n].pendSeq = append(seqs[:0], seqs[drop:]...)
+	m.nb[n].pendAt = append(m.nb[n].pendAt[:0], m.nb[n].pendAt[drop:]...)
+	if len(m.nb[n].pendSeq) == 0 {
 		m.waitOn--
 	}
-	if m.askedT != nil && m.askedT[n] >= 0 {
+	if m.clocked && m.nb[n].askedT >= 0 {
 		// Acknowledged after an ask: the neighbour answers an ask at
 		// once, so this is the network's round trip (from the first ask:
 		// one lost and asked again adds the wait between the two).
-		m.sample(m.now - m.askedT[n])
-		m.askedT[n] = -1
+		m.sample(m.now - m.nb[n].askedT)
+		m.nb[n].askedT = -1
 	}
-	vals := m.pendVal[n]
-	m.pendVal[n] = append(vals[:0], vals[drop*m.width:]...)
+	vals := m.nb[n].pendVal
+	m.nb[n].pendVal = append(vals[:0], vals[drop*m.width:]...)
 	m.rebound(n)
 }
 
@@ -655,18 +660,18 @@ const boundsAfter = 4
 // rebound recomputes neighbour n's ratio bounds from its pending pushes, or
 // drops them when there are too few pushes to need them.
 func (m *Machine) rebound(n int) {
-	if len(m.pendSeq[n]) <= boundsAfter {
-		m.pendLo[n], m.pendHi[n], m.pendNaN[n] = nil, nil, false
+	if len(m.nb[n].pendSeq) <= boundsAfter {
+		m.nb[n].pendLo, m.nb[n].pendHi, m.nb[n].pendNaN = nil, nil, false
 		return
 	}
-	if m.pendLo[n] == nil {
-		m.pendLo[n], m.pendHi[n] = make([]float64, m.k), make([]float64, m.k)
+	if m.nb[n].pendLo == nil {
+		m.nb[n].pendLo, m.nb[n].pendHi = make([]float64, m.k), make([]float64, m.k)
 	}
 	for c := range m.k {
-		m.pendLo[n][c], m.pendHi[n][c] = math.Inf(1), math.Inf(-1)
+		m.nb[n].pendLo[c], m.nb[n].pendHi[c] = math.Inf(1), math.Inf(-1)
 	}
-	m.pendNaN[n] = false
-	vals := m.pendVal[n]
+	m.nb[n].pendNaN = false
+	vals := m.nb[n].pendVal
 	for p := 0; p+m.width <= len(vals); p += m.width {
 		m.bound(n, vals[p:p+m.width])
 	}
@@ -674,11 +679,11 @@ func (m *Machine) rebound(n int) {
 
 // bound widens neighbour n's ratio bounds to take in push d.
 func (m *Machine) bound(n int, d []float64) {
-	lo, hi := m.pendLo[n], m.pendHi[n]
+	lo, hi := m.nb[n].pendLo, m.nb[n].pendHi
 	for c := range m.k {
 		r := d[c] / d[m.k]
 		if math.IsNaN(r) {
-			m.pendNaN[n] = true
+			m.nb[n].pendNaN = true
 			continue
 		}
 		lo[c], hi[c] = min(lo[c], r), max(hi[c], r)
@@ -688,18 +693,18 @@ func (m *Machine) bound(n int, d []float64) {
 // zero resets the flow to neighbour n and forgets the pushes it held.
 func (m *Machine) zero(n int) {
 	clear(m.flow(n))
-	if len(m.pendSeq[n]) > 0 {
+	if len(m.nb[n].pendSeq) > 0 {
 		m.waitOn--
 	}
-	m.pendSeq[n] = m.pendSeq[n][:0]
-	m.pendAt[n] = m.pendAt[n][:0]
-	if m.askedT != nil {
-		m.askedT[n] = -1
+	m.nb[n].pendSeq = m.nb[n].pendSeq[:0]
+	m.nb[n].pendAt = m.nb[n].pendAt[:0]
+	if m.clocked {
+		m.nb[n].askedT = -1
 	}
-	m.pendVal[n] = m.pendVal[n][:0]
+	m.nb[n].pendVal = m.nb[n].pendVal[:0]
 	m.rebound(n)
-	if m.suspect != nil {
-		m.suspect[n] = false
+	if m.corr != 0 {
+		m.nb[n].suspect = false
 	}
 	m.cnt.Zeroed++
 }
@@ -743,16 +748,16 @@ func (m *Machine) pushOnce(out []gossip.Message) []gossip.Message {
 		m.seal(f)
 	}
 	if m.tagged {
-		if len(m.pendSeq[n]) == 0 {
+		if len(m.nb[n].pendSeq) == 0 {
 			m.waitOn++
 		}
-		m.pendSeq[n] = append(m.pendSeq[n], m.sent[n]+1)
-		m.pendAt[n] = append(m.pendAt[n], m.steps)
-		if len(m.pendAt[n]) == 1 { // its oldest pending push: due sooner
-			m.resendAt = min(m.resendAt, max(m.steps, m.resent[n])+m.resend)
+		m.nb[n].pendSeq = append(m.nb[n].pendSeq, m.nb[n].sent+1)
+		m.nb[n].pendAt = append(m.nb[n].pendAt, m.steps)
+		if len(m.nb[n].pendAt) == 1 { // its oldest pending push: due sooner
+			m.resendAt = min(m.resendAt, max(m.steps, m.nb[n].resent)+m.resend)
 		}
-		m.pendVal[n] = append(m.pendVal[n], e...)
-		if m.pendLo[n] == nil {
+		m.nb[n].pendVal = append(m.nb[n].pendVal, e...)
+		if m.nb[n].pendLo == nil {
 			m.rebound(n)
 		} else {
 			m.bound(n, e)
@@ -770,15 +775,15 @@ func (m *Machine) resendOld(out []gossip.Message) []gossip.Message {
 	}
 	next := uint64(math.MaxUint64)
 	for n := range m.nbr {
-		if m.gone[n] || len(m.pendAt[n]) == 0 {
+		if m.nb[n].gone || len(m.nb[n].pendAt) == 0 {
 			continue
 		}
-		due := max(m.pendAt[n][0], m.resent[n]) + m.resend
+		due := max(m.nb[n].pendAt[0], m.nb[n].resent) + m.resend
 		if m.steps >= due {
-			m.resent[n] = m.steps
+			m.nb[n].resent = m.steps
 			m.cnt.Resends++
 			out = m.ask(n, out)
-			due = max(m.pendAt[n][0], m.steps) + m.resend
+			due = max(m.nb[n].pendAt[0], m.steps) + m.resend
 		}
 		next = min(next, due)
 	}
@@ -798,11 +803,11 @@ func (m *Machine) Settled(tol float64) bool {
 	}
 	e := m.total()
 	for n := range m.nbr {
-		if m.gone[n] || len(m.pendSeq[n]) == 0 {
+		if m.nb[n].gone || len(m.nb[n].pendSeq) == 0 {
 			continue
 		}
-		if m.pendLo[n] == nil {
-			vals := m.pendVal[n]
+		if m.nb[n].pendLo == nil {
+			vals := m.nb[n].pendVal
 			for p := 0; p+m.width <= len(vals); p += m.width {
 				d := vals[p : p+m.width]
 				for c := range m.k {
@@ -813,11 +818,11 @@ func (m *Machine) Settled(tol float64) bool {
 			}
 			continue
 		}
-		if m.pendNaN[n] {
+		if m.nb[n].pendNaN {
 			return false
 		}
 		// The ratio farthest from the estimate is the lowest or the highest.
-		lo, hi := m.pendLo[n], m.pendHi[n]
+		lo, hi := m.nb[n].pendLo, m.nb[n].pendHi
 		for c := range m.k {
 			want := e[c] / e[m.k]
 			if !near(lo[c], want, tol) || !near(hi[c], want, tol) {
@@ -840,8 +845,8 @@ func near(r, want, tol float64) bool {
 
 // ask sends the flow to neighbour n again, asking for an answer.
 func (m *Machine) ask(n int, out []gossip.Message) []gossip.Message {
-	if m.askedT != nil && m.askedT[n] < 0 {
-		m.askedT[n] = m.now
+	if m.clocked && m.nb[n].askedT < 0 {
+		m.nb[n].askedT = m.now
 	}
 	return m.sendAsk(n, out)
 }
@@ -864,13 +869,13 @@ func (m *Machine) sendRepair(n int, out []gossip.Message) []gossip.Message {
 
 // send appends a message carrying the current flow to neighbour n.
 func (m *Machine) send(n int, out []gossip.Message) []gossip.Message {
-	m.sent[n]++
+	m.nb[n].sent++
 	msg := gossip.Message{
 		From: m.id, To: m.nbr[n], Kind: m.kind, Epoch: m.epoch,
 		Payload: append([]float64(nil), m.flow(n)...),
 	}
 	if m.tagged {
-		msg.Tag = uint64(m.sent[n])<<32 | uint64(m.recv[n])
+		msg.Tag = uint64(m.nb[n].sent)<<32 | uint64(m.nb[n].recv)
 	}
 	return append(out, msg)
 }
@@ -884,15 +889,18 @@ func (m *Machine) pick() (int, bool) {
 	}
 	for {
 		n := m.rng.IntN(len(m.nbr))
-		if !m.gone[n] {
+		if !m.nb[n].gone {
 			return n, true
 		}
 	}
 }
 
 func (m *Machine) waitingRepair() bool {
-	for n, s := range m.suspect {
-		if s && !m.gone[n] {
+	if m.corr == 0 {
+		return false
+	}
+	for n := range m.nb {
+		if m.nb[n].suspect && !m.nb[n].gone {
 			return true
 		}
 	}
@@ -908,7 +916,7 @@ func (m *Machine) total() []float64 {
 	}
 	dst := append(m.tot[:0], m.input...)
 	for n := range m.nbr {
-		if m.gone[n] {
+		if m.nb[n].gone {
 			continue
 		}
 		for c, v := range m.flows[n*m.width : (n+1)*m.width] {
@@ -936,12 +944,12 @@ func (m *Machine) Estimate(dst []float64) []float64 {
 // rejected with gossip.ErrUnknownPeer.
 func (m *Machine) Exclude(peer gossip.NodeID) {
 	n, ok := m.index.lookup(peer)
-	if !ok || m.gone[n] {
+	if !ok || m.nb[n].gone {
 		return
 	}
 	m.zero(int(n))
 	m.cnt.Zeroed--
-	m.gone[n] = true
+	m.nb[n].gone = true
 	m.totOK = false
 	m.live--
 	m.settle()
@@ -965,7 +973,7 @@ func (m *Machine) Words() iter.Seq[gossip.Word] {
 			return
 		}
 		for n, j := range m.nbr {
-			if !m.gone[n] && !m.triple(yield, gossip.PlaceFlow, j, m.flow(n)) {
+			if !m.nb[n].gone && !m.triple(yield, gossip.PlaceFlow, j, m.flow(n)) {
 				return
 			}
 		}

@@ -37,7 +37,7 @@ func TestRestartedNodeNumbersOn(t *testing.T) {
 			}
 		}
 	}
-	require.Greater(t, a.sent[0], uint32(2), "the earlier a numbered several pushes")
+	require.Greater(t, a.nb[0].sent, uint32(2), "the earlier a numbered several pushes")
 
 	a = node(0, 1) // killed and started again
 	first := a.Tick(nil)
@@ -51,7 +51,7 @@ func TestRestartedNodeNumbersOn(t *testing.T) {
 	out, err := a.Step(answer[0], nil)
 	require.NoError(t, err, "the new a takes in b's flow, which acknowledges the earlier a's pushes")
 	assert.Equal(t, 1, a.Counters().Restarted)
-	assert.NotContains(t, a.pendSeq[0], uint32(first[0].Tag>>32)&seqMask, "the push b took for stale is forgotten")
+	assert.NotContains(t, a.nb[0].pendSeq, uint32(first[0].Tag>>32)&seqMask, "the push b took for stale is forgotten")
 	require.Len(t, out, 1)
 	assert.Greater(t, uint32(out[0].Tag>>32)&seqMask, uint32(answer[0].Tag), "numbered past what b acknowledged")
 

@@ -16,10 +16,10 @@ import (
 func settledNaive(m *Machine, tol float64) bool {
 	e := freshTotal(m)
 	for n := range m.nbr {
-		if m.gone[n] {
+		if m.nb[n].gone {
 			continue
 		}
-		vals := m.pendVal[n]
+		vals := m.nb[n].pendVal
 		for p := 0; p+m.width <= len(vals); p += m.width {
 			d := vals[p : p+m.width]
 			for c := range m.k {
@@ -41,7 +41,7 @@ func settledNaive(m *Machine, tol float64) bool {
 func freshTotal(m *Machine) []float64 {
 	e := append([]float64(nil), m.input...)
 	for n := range m.nbr {
-		if m.gone[n] {
+		if m.nb[n].gone {
 			continue
 		}
 		for c, v := range m.flows[n*m.width : (n+1)*m.width] {
@@ -128,9 +128,9 @@ func TestSettledMatchesNaive(t *testing.T) {
 		m := ms[msg.To].(*Machine)
 		for n := range m.nbr {
 			switch {
-			case m.pendLo[n] != nil:
+			case m.nb[n].pendLo != nil:
 				bounded++
-			case len(m.pendSeq[n]) > 0:
+			case len(m.nb[n].pendSeq) > 0:
 				scanned++
 			}
 		}
@@ -186,10 +186,10 @@ func TestResendAtIsNeverLate(t *testing.T) {
 		for _, x := range ms {
 			x := x.(*Machine)
 			for n := range x.nbr {
-				if x.gone[n] || len(x.pendAt[n]) == 0 {
+				if x.nb[n].gone || len(x.nb[n].pendAt) == 0 {
 					continue
 				}
-				due := max(x.pendAt[n][0], x.resent[n]) + resend
+				due := max(x.nb[n].pendAt[0], x.nb[n].resent) + resend
 				require.LessOrEqual(t, x.resendAt, due, "seed %d step %d: node %d, neighbour %d due at step %d", seed, step, x.id, n, due)
 			}
 		}
@@ -205,7 +205,7 @@ func TestResendAtIsNeverLate(t *testing.T) {
 // unacknowledged pushes.
 func pendingNaive(m *Machine) bool {
 	for n := range m.nbr {
-		if !m.gone[n] && len(m.pendSeq[n]) > 0 {
+		if !m.nb[n].gone && len(m.nb[n].pendSeq) > 0 {
 			return m.tagged
 		}
 	}
