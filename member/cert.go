@@ -442,32 +442,45 @@ func (c *certificate) attachment(k, m int) []byte {
 	if c.setsVer == c.ver && c.wk == k && c.wm == m {
 		return c.wire
 	}
-	buf := scratch.Get().(*[]byte)
-	b := append((*buf)[:0], certVersion)
-	b = binary.AppendUvarint(b, c.ver)
-	b = binary.AppendUvarint(b, uint64(k))
-	b = binary.AppendUvarint(b, uint64(m))
-	setsAt := len(b)
-	b = binary.AppendUvarint(b, c.gen)
-	b = binary.AppendUvarint(b, uint64(c.n))
-	b = c.stable.appendCountedSet(b, c.n, c.nStable)
-	deadAt := len(b)
 	if c.deadWire == nil || c.deadWireN != c.nDead {
 		c.deadWire = c.dead.appendCountedSet(c.deadWire[:0], c.n, c.nDead)
 		c.deadWireN = c.nDead
 	}
-	b = append(b, c.deadWire...)
-	// A copy of the exact size: the sets take up to n/4 bytes, and the
-	// attachments in flight are most of a large simulated group's memory.
-	c.wire = append(make([]byte, 0, len(b)), b...)
-	*buf = b
-	scratch.Put(buf)
+	var head [6 * binary.MaxVarintLen64]byte
+	h := append(head[:0], certVersion)
+	h = binary.AppendUvarint(h, c.ver)
+	h = binary.AppendUvarint(h, uint64(k))
+	h = binary.AppendUvarint(h, uint64(m))
+	setsAt := len(h)
+	h = binary.AppendUvarint(h, c.gen)
+	h = binary.AppendUvarint(h, uint64(c.n))
+	// The attachment is made at its exact size: the sets take up to n/4
+	// bytes, and the attachments in flight are most of a large simulated
+	// group's memory. A bitmap's size is known before it is written, and
+	// it is written in place; a list's is not, and it is written in a
+	// buffer first and copied (a bitmap written there too was copied
+	// again, 8 KiB at 65,536 members, for most attachments of a large
+	// group's certificate while its stable set fills).
+	var b []byte
+	if setForm(c.n, c.nStable) == setBitmap {
+		b = make([]byte, 0, len(h)+1+(c.n+7)/8+len(c.deadWire))
+		b = append(b, h...)
+		b = c.stable.appendCountedSet(b, c.n, c.nStable)
+	} else {
+		buf := scratch.Get().(*[]byte)
+		t := c.stable.appendCountedSet(append((*buf)[:0], h...), c.n, c.nStable)
+		b = append(make([]byte, 0, len(t)+len(c.deadWire)), t...)
+		*buf = t
+		scratch.Put(buf)
+	}
+	deadAt := len(b)
+	c.wire = append(b, c.deadWire...)
 	c.setsVer, c.wk, c.wm, c.setsAt, c.deadAt = c.ver, k, m, setsAt, deadAt
 	return c.wire
 }
 
-// scratch holds buffers to encode attachments in before they are copied
-// to their exact size.
+// scratch holds buffers to encode lists of an attachment in before they
+// are copied to their exact size.
 var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // appendEstimate returns a new payload: payload, then est and ext, as a
@@ -673,18 +686,31 @@ func (s bitset) appendSet(dst []byte, n int) []byte {
 
 // appendCountedSet is appendSet for a set of c members.
 func (s bitset) appendCountedSet(dst []byte, n, c int) []byte {
-	per := uvarintLen(uint64(n)) // bytes per gap, at most
-	bitmap := (n + 7) / 8
-	switch {
-	case 1+c*per < bitmap:
+	switch setForm(n, c) {
+	case setList:
 		dst = append(dst, setList)
 		return s.appendList(dst, n, c, false)
-	case 1+(n-c)*per < bitmap:
+	case setAllBut:
 		dst = append(dst, setAllBut)
 		return s.appendList(dst, n, n-c, true)
 	}
 	dst = append(dst, setBitmap)
 	return s.appendBytes(dst, n)
+}
+
+// setForm is the form a set of c of the n nodes is written in: a list
+// when it is shorter than the bitmap even at the longest gaps, else the
+// list of the nodes not in it when that is, else the bitmap.
+func setForm(n, c int) byte {
+	per := uvarintLen(uint64(n)) // bytes per gap, at most
+	bitmap := (n + 7) / 8
+	switch {
+	case 1+c*per < bitmap:
+		return setList
+	case 1+(n-c)*per < bitmap:
+		return setAllBut
+	}
+	return setBitmap
 }
 
 // appendList writes the c ids of the set (of its complement, if
