@@ -703,9 +703,7 @@ func (m *Machine) zero(n int) {
 	}
 	m.nb[n].pendVal = m.nb[n].pendVal[:0]
 	m.rebound(n)
-	if m.corr != 0 {
-		m.nb[n].suspect = false
-	}
+	m.nb[n].suspect = false
 	m.cnt.Zeroed++
 }
 
