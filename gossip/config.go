@@ -81,6 +81,14 @@ type Config struct {
 	// message cannot leave mass in transit for long. Zero never resends,
 	// as the thesis's algorithms. The live runtime sets it.
 	Resend int
+	// Revive makes the flow algorithms with acknowledged flows (pushflow's
+	// New, pflc and pfcc) push on in place of every push that a later
+	// message from its sender shows never came, as they would have on
+	// the push: each push received is answered with one, and a lost push
+	// otherwise ends one of those in circulation for good. False keeps
+	// the thesis's algorithms, whose simulated runs push on every Tick.
+	// The live runtime sets it.
+	Revive bool
 	// Extremes are this node's inputs to an element-wise maximum, all
 	// finite, reduced beside Value by the machines that take them (package
 	// exchange: see algo.Spec.Extremes). The others ignore them; the live

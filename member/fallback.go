@@ -136,6 +136,10 @@ func (m *Machine) gossipConfig(req Op, epoch uint64) gossip.Config {
 		// sends is most likely lost: send the flow again, so that its mass,
 		// which holds up settled, arrives.
 		Resend: 4*r.Graph.Degree(r.ID) + 8,
+		// A push lost is pushed on for by its receiver once a later
+		// message shows it lost, so that loss does not empty the group
+		// of the pushes that carry its gossip (see gossip.Config).
+		Revive: true,
 	}
 }
 

@@ -11,12 +11,16 @@ import (
 )
 
 // pfccPair is two PFCC machines, neighbours of each other.
-func pfccPair(t *testing.T) (a, b *Machine) {
+func pfccPair(t *testing.T) (a, b *Machine) { return pairOf(t, false) }
+
+// pairOf is two PFCC machines, neighbours of each other, that push on in
+// place of lost pushes (gossip.Config.Revive) if revive is set.
+func pairOf(t *testing.T, revive bool) (a, b *Machine) {
 	t.Helper()
 	overlay := gossiptest.Complete(2)
-	a, err := NewChecked(gossip.Config{ID: 0, Overlay: overlay, Value: []float64{1}}, Cooperative, 1e-11)
+	a, err := NewChecked(gossip.Config{ID: 0, Overlay: overlay, Value: []float64{1}, Revive: revive}, Cooperative, 1e-11)
 	require.NoError(t, err)
-	b, err = NewChecked(gossip.Config{ID: 1, Overlay: overlay, Value: []float64{3}}, Cooperative, 1e-11)
+	b, err = NewChecked(gossip.Config{ID: 1, Overlay: overlay, Value: []float64{3}, Revive: revive}, Cooperative, 1e-11)
 	require.NoError(t, err)
 	return a, b
 }

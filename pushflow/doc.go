@@ -24,8 +24,9 @@
 // the edge repairs it, and meanwhile every estimate drifts towards a wrong
 // aggregate. The thesis measured the cost (table 2.1) but left the fix open.
 // [New] (and pflc, pfcc) fix it with acknowledged flows: every flow message
-// carries in its Tag a sequence number (its high 32 bits) and the sequence
-// number of the last message received from the peer (the low 32 bits). A
+// carries in its Tag a sequence number (28 bits of its high half, beside
+// two flags and a count of pushes, see below) and the sequence number of
+// the last message received from the peer (the low 32 bits). A
 // node remembers the pushes to j that j has not acknowledged yet, and when a
 // flow from j arrives that was sent before j saw them, it sets
 //
@@ -57,6 +58,24 @@
 // acknowledged engine: its convergence certificate counts an observation
 // only while Settled, which sees every push in transit, whereas a push the
 // published flows count twice is visible to no one.
+//
+// # Pushes in circulation under loss (gossip.Config.Revive)
+//
+// Every push received is answered with one push, so the pushes in
+// circulation stay as many as the nodes started, and a runtime that takes
+// no step of its own while its pushes are unacknowledged (see Idle) adds
+// none. A lost push ends one for good: under 1 % loss a runtime's group of
+// 4,096 simulated members had lost nearly all of them a few milliseconds
+// in, and converged from then on at the pace of its idle steps (14,276 L
+// against 560 L without loss). With Config.Revive every message also
+// carries its sender's count of pushes on the edge, modulo 4, and the
+// receiver of a later message pushes on once for each push that never
+// came, no more than the sequence numbers skip (the same group: 1,081 L).
+// A push overtaken by the message that counted it is not pushed on again
+// when it arrives; a duplicate is, as before. Four pushes lost in a row
+// on one edge read as none, and a push overtaken by 64 messages or more
+// is pushed on twice. The thesis's algorithms, which the
+// simulator ticks, leave it off.
 //
 // The list of unacknowledged pushes is state the injectors of package sdc do
 // not see through Words: a flip there acts, once merged, like a flip in the

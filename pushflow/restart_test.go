@@ -22,7 +22,7 @@ import (
 func TestRestartedNodeNumbersOn(t *testing.T) {
 	overlay := gossiptest.Complete(2)
 	node := func(id gossip.NodeID, v float64) *Machine {
-		m, err := New(gossip.Config{ID: id, Overlay: overlay, Value: []float64{v}})
+		m, err := New(gossip.Config{ID: id, Overlay: overlay, Value: []float64{v}, Revive: true})
 		require.NoError(t, err)
 		return m
 	}
@@ -51,6 +51,7 @@ func TestRestartedNodeNumbersOn(t *testing.T) {
 	out, err := a.Step(answer[0], nil)
 	require.NoError(t, err, "the new a takes in b's flow, which acknowledges the earlier a's pushes")
 	assert.Equal(t, 1, a.Counters().Restarted)
+	assert.Zero(t, a.Counters().Revived, "b's count of its pushes is to the earlier a: no push of it lost")
 	assert.NotContains(t, a.nb[0].pendSeq, uint32(first[0].Tag>>32)&seqMask, "the push b took for stale is forgotten")
 	require.Len(t, out, 1)
 	assert.Greater(t, uint32(out[0].Tag>>32)&seqMask, uint32(answer[0].Tag), "numbered past what b acknowledged")
