@@ -73,9 +73,16 @@
 // came, no more than the sequence numbers skip (the same group: 1,081 L).
 // A push overtaken by the message that counted it is not pushed on again
 // when it arrives; a duplicate is, as before. Four pushes lost in a row
-// on one edge read as none, and a push overtaken by 64 messages or more
-// is pushed on twice. The thesis's algorithms, which the
-// simulator ticks, leave it off.
+// on one edge read as none; four overtaken at once, read as none too, are
+// pushed on when they arrive (a node keeps a credit of the pushes it
+// pushed on for, and takes an overtaken push for one of them only while
+// it has some). A push overtaken by 64 messages or more is pushed on
+// twice, and a node restarted within an operation may push on for up to
+// three pushes of a neighbour's that were never lost. Pushes made on an
+// idle step while the circulation was short stay in it once the pushes
+// lost are pushed on for: after a spell of heavy loss the group can
+// have more pushes in circulation than members until it hushes. The
+// thesis's algorithms, which the simulator ticks, leave it off.
 //
 // The list of unacknowledged pushes is state the injectors of package sdc do
 // not see through Words: a flip there acts, once merged, like a flip in the

@@ -159,10 +159,15 @@ type peer struct {
 	// came (see revive).
 	pushed, got uint8
 	// seen has bit i set when the message numbered recv-i came: a stale
-	// message whose bit is clear was overtaken, not duplicated (see
-	// counted).
-	seen uint64
-	gone bool // excluded
+	// message whose bit is clear was overtaken, not duplicated. credit
+	// counts the pushes pushed on for as missing that have not come
+	// since: an overtaken push is one of them (see counted) only while
+	// there is credit, for four or more overtaken at once are counted as
+	// none (the count is modulo 4), and they must be pushed on when they
+	// come.
+	seen   uint64
+	credit uint32
+	gone   bool // excluded
 	// suspect (PFCC): its flow was found corrupted, and this node waits
 	// for the neighbour's.
 	suspect bool
@@ -201,13 +206,19 @@ const tagRepair = 1 << 63
 // flow (marked tagRepair), which acknowledges it.
 const tagAsk = 1 << 62
 
-// pushShift places a message's count of its sender's pushes (modulo 4,
-// see peer.pushed) in the two bits of the Tag below tagAsk.
-const pushShift = 60
+// A flow's Tag holds, from the top: tagRepair, tagAsk, the sequence
+// number (28 bits: 268 million messages on one edge in one operation) at
+// seqShift, its sender's count of pushes on the edge (modulo 4, see
+// peer.pushed) at pushShift, and the acknowledgement (the low 32 bits).
+// The count sits low so that a push's Tag stays short as a uvarint.
+const (
+	seqShift  = 34
+	pushShift = 32
+	seqMask   = 1<<28 - 1
+)
 
-// seqMask extracts the sequence number (28 bits) from the high half of a
-// Tag: 268 million messages on one edge in one operation.
-const seqMask = ^uint32((tagRepair | tagAsk | 3<<pushShift) >> 32)
+// seqOf is the sequence number of a flow's Tag.
+func seqOf(tag uint64) uint32 { return uint32(tag>>seqShift) & seqMask }
 
 // repairResend is how many steps a PFCC node waits for the answer to a
 // repair request before it asks again (the request or the answer may have
@@ -609,7 +620,7 @@ func (m *Machine) check(msg gossip.Message) (int, error) {
 // receive applies the flow f_ji carried by msg from neighbour n.
 func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gossip.Message {
 	if m.tagged {
-		seq, ack := uint32(msg.Tag>>32)&seqMask, uint32(msg.Tag)
+		seq, ack := seqOf(msg.Tag), uint32(msg.Tag)
 		restarted := ack > m.nb[n].sent
 		if restarted {
 			// The neighbour has taken in pushes numbered up to ack from an
@@ -625,9 +636,13 @@ func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gos
 			m.cnt.Stale++
 			m.stale = true
 			if i := m.nb[n].recv - seq; i < 64 && m.nb[n].seen&(1<<i) == 0 {
-				// Overtaken: the message that overtook it counted it.
+				// Overtaken: the message that overtook it counted it,
+				// unless the count wrapped.
 				m.nb[n].seen |= 1 << i
-				m.counted = m.revives && msg.Tag&tagRepair == 0
+				if msg.Tag&tagRepair == 0 && m.nb[n].credit > 0 {
+					m.nb[n].credit--
+					m.counted = true
+				}
 			}
 			m.acknowledge(n, ack)
 			if msg.Tag&tagAsk != 0 {
@@ -655,6 +670,7 @@ func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gos
 		}
 		if m.revives && !restarted {
 			m.lost = int(min((pushed-m.nb[n].got)&3, uint8(min(d-1, 3))))
+			m.nb[n].credit += uint32(m.lost)
 		}
 		m.nb[n].got = pushed
 	}
@@ -950,7 +966,7 @@ func (m *Machine) send(n int, out []gossip.Message) []gossip.Message {
 		Payload: append([]float64(nil), m.flow(n)...),
 	}
 	if m.tagged {
-		msg.Tag = uint64(m.nb[n].sent)<<32 | uint64(m.nb[n].pushed&3)<<pushShift | uint64(m.nb[n].recv)
+		msg.Tag = uint64(m.nb[n].sent)<<seqShift | uint64(m.nb[n].pushed&3)<<pushShift | uint64(m.nb[n].recv)
 	}
 	return append(out, msg)
 }

@@ -196,7 +196,7 @@ func TestCrashDetectedInSimulator(t *testing.T) {
 }
 
 // TestRejectsForeignAcknowledgements: an acknowledgement of a push no
-// node numbers (sequence numbers have 30 bits) is foreign and changes
+// node numbers (sequence numbers have 28 bits) is foreign and changes
 // nothing. One of a push this machine has not sent yet, but that a node
 // may have numbered, is an earlier incarnation's: see
 // TestRestartedNodeNumbersOn. (The cases every algorithm shares are in
@@ -210,7 +210,8 @@ func TestRejectsForeignAcknowledgements(t *testing.T) {
 			m, err := build(gossip.Config{ID: 1, Overlay: gossiptest.Ring(4), Value: []float64{1, 2}, Epoch: 5})
 			require.NoError(t, err)
 			fm := m.(*pushflow.Machine)
-			msg := gossip.Message{From: 0, To: 1, Kind: fm.Kind(), Epoch: 5, Tag: 1<<32 | 1<<30, Payload: make([]float64, len(fm.Input()))}
+			// Message 1 (sequence numbers sit at bit 34), acknowledging 2^30.
+			msg := gossip.Message{From: 0, To: 1, Kind: fm.Kind(), Epoch: 5, Tag: 1<<34 | 1<<30, Payload: make([]float64, len(fm.Input()))}
 			before := m.Estimate(nil)
 			out, err := m.Step(msg, nil)
 			require.ErrorIs(t, err, gossip.ErrForeignMessage)

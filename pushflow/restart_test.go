@@ -52,9 +52,9 @@ func TestRestartedNodeNumbersOn(t *testing.T) {
 	require.NoError(t, err, "the new a takes in b's flow, which acknowledges the earlier a's pushes")
 	assert.Equal(t, 1, a.Counters().Restarted)
 	assert.Zero(t, a.Counters().Revived, "b's count of its pushes is to the earlier a: no push of it lost")
-	assert.NotContains(t, a.nb[0].pendSeq, uint32(first[0].Tag>>32)&seqMask, "the push b took for stale is forgotten")
+	assert.NotContains(t, a.nb[0].pendSeq, seqOf(first[0].Tag), "the push b took for stale is forgotten")
 	require.Len(t, out, 1)
-	assert.Greater(t, uint32(out[0].Tag>>32)&seqMask, uint32(answer[0].Tag), "numbered past what b acknowledged")
+	assert.Greater(t, seqOf(out[0].Tag), uint32(answer[0].Tag), "numbered past what b acknowledged")
 
 	// a's push reaches b; both go quiet and exchange until nothing is in
 	// flight, and the flows are opposite: the pair's mass is whole.

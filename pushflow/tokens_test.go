@@ -38,7 +38,7 @@ func TestPFCCConservesMessagesInCirculation(t *testing.T) {
 		for _, m := range net.Pending() {
 			to := ms[m.To].(*Machine)
 			k, _ := to.index.lookup(m.From)
-			if m.Tag&tagRepair == 0 && uint32(m.Tag>>32)&seqMask > to.nb[k].recv {
+			if m.Tag&tagRepair == 0 && seqOf(m.Tag) > to.nb[k].recv {
 				c++
 			}
 		}
