@@ -129,11 +129,11 @@ type Machine struct {
 	// stale and wasAsk: see Stale and Asked.
 	stale, wasAsk bool
 	// lost is the number of pushes the last Step's message showed never
-	// came from its sender (see revive). counted reports that the message
-	// was a push overtaken by a later one, which counted it among those:
-	// it was pushed on for then.
+	// came from its sender (see revive). covered reports that the message
+	// was a push pushed on for already: overtaken by a later message,
+	// which counted it among those, or a duplicate of one taken in.
 	lost    int
-	counted bool
+	covered bool
 	revives bool // Config.Revive
 	// The round trip of asks (see SetClock and AskWait): now is the
 	// caller's clock, clocked whether SetClock was called (peer.askedT is
@@ -161,7 +161,7 @@ type peer struct {
 	// seen has bit i set when the message numbered recv-i came: a stale
 	// message whose bit is clear was overtaken, not duplicated. credit
 	// counts the pushes pushed on for as missing that have not come
-	// since: an overtaken push is one of them (see counted) only while
+	// since: an overtaken push is one of them (see covered) only while
 	// there is credit, for four or more overtaken at once are counted as
 	// none (the count is modulo 4), and they must be pushed on when they
 	// come.
@@ -516,7 +516,7 @@ func (m *Machine) oldestInFlight() (n int, ok bool) {
 // message never sent, or from a node that is not a live neighbour are
 // rejected with an error and change nothing.
 func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Message, error) {
-	m.stale, m.wasAsk, m.lost, m.counted = false, false, 0, false
+	m.stale, m.wasAsk, m.lost, m.covered = false, false, 0, false
 	n, err := m.check(msg)
 	if err != nil {
 		return out, err
@@ -531,9 +531,10 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 	out = m.revive(out)
 	switch {
 	case msg.Tag&tagRepair != 0:
-	case m.counted:
+	case m.covered:
 		// A newer message from the sender came first and counted this
-		// push as missing: it was pushed on then (revive).
+		// push as missing, and it was pushed on then (revive); or it is a
+		// duplicate, and the push it copies was pushed on.
 	case !m.quiet:
 		out = m.push(out, true)
 	case !answered:
@@ -635,14 +636,26 @@ func (m *Machine) receive(n int, msg gossip.Message, out []gossip.Message) []gos
 		if seq <= m.nb[n].recv {
 			m.cnt.Stale++
 			m.stale = true
-			if i := m.nb[n].recv - seq; i < 64 && m.nb[n].seen&(1<<i) == 0 {
+			switch i := m.nb[n].recv - seq; {
+			case i >= 64: // too old to tell: pushed on, as before Revive
+			case m.nb[n].seen&(1<<i) == 0:
 				// Overtaken: the message that overtook it counted it,
 				// unless the count wrapped.
 				m.nb[n].seen |= 1 << i
 				if msg.Tag&tagRepair == 0 && m.nb[n].credit > 0 {
 					m.nb[n].credit--
-					m.counted = true
+					m.covered = true
 				}
+			case ack != 0:
+				// A duplicate. Pushed on, it added a push in circulation
+				// for good: with 10 % duplicated and 5 % lost, lost
+				// pushes pushed on for, the pushes multiplied, and chaos
+				// campaigns cut 40 % more operations at their event
+				// budget than before Revive. (A sender that has heard
+				// nothing from this node, ack 0, is new in the operation:
+				// restarted, numbering from 1 again, its pushes are not
+				// duplicates, and they are pushed on.)
+				m.covered = m.revives && msg.Tag&tagRepair == 0
 			}
 			m.acknowledge(n, ack)
 			if msg.Tag&tagAsk != 0 {

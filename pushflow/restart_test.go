@@ -19,10 +19,22 @@ import (
 // machine's numbers caught up: seconds with real processes), forgets its
 // pushes the neighbour never applied, and numbers on from there, so that
 // its next push reaches the neighbour. The pair's flows end opposite.
+// With Revive the neighbour does not take the new machine's first push for
+// a duplicate of the earlier self's first, which it would not push on
+// for: the push acknowledges nothing, as only a sender new in the
+// operation's do.
 func TestRestartedNodeNumbersOn(t *testing.T) {
+	for _, revive := range []bool{false, true} {
+		t.Run(map[bool]string{false: "thesis", true: "revive"}[revive], func(t *testing.T) {
+			restartedNodeNumbersOn(t, revive)
+		})
+	}
+}
+
+func restartedNodeNumbersOn(t *testing.T, revive bool) {
 	overlay := gossiptest.Complete(2)
 	node := func(id gossip.NodeID, v float64) *Machine {
-		m, err := New(gossip.Config{ID: id, Overlay: overlay, Value: []float64{v}, Revive: true})
+		m, err := New(gossip.Config{ID: id, Overlay: overlay, Value: []float64{v}, Revive: revive})
 		require.NoError(t, err)
 		return m
 	}
