@@ -119,6 +119,10 @@ type Stats struct {
 	// EstimateAsks counts neighbours this member asked for their estimate
 	// because their latest one disagreed and held up its certificate.
 	EstimateAsks int
+	// ResultAsks counts neighbours this member asked for the result
+	// because it had heard one from a single source and needed a second
+	// (see askOverdue).
+	ResultAsks int
 	// Stalls counts ticks that came so late that this member must have
 	// been stalled (starved of CPU, or stopped): its neighbours' silence
 	// over the stall was not held against them.
@@ -202,6 +206,11 @@ type op struct {
 	outcast                bool
 	outcastBy              gossip.NodeID
 	outcastAt, outcastPing time.Duration
+	// awaitAt is when this member last heard a result from one source
+	// alone, and resultAskAt when it last asked a neighbour for it since;
+	// resultNext is the neighbour it asks next (see askOverdue).
+	awaitAt, resultAskAt time.Duration
+	resultNext           int
 }
 
 // nbrState is what an operation knows of one neighbour.
@@ -1268,6 +1277,9 @@ func (m *Machine) opDue() time.Duration {
 	if px := &o.px; px.phase == 1 || px.phase == 2 {
 		due = min(due, px.phaseAt+m.r.Suspect/2+1, px.resentAt+m.r.Suspect/8+1)
 	}
+	if m.awaiting(o) {
+		due = min(due, m.overdueAt(o)) // as askOverdue
+	}
 	// The root's decision (checkDone) follows every step, but a member
 	// found dead by other means (a Leave, a foreign configuration) can
 	// complete the certificate with no step after it.
@@ -1573,8 +1585,54 @@ func (m *Machine) tickOp(now time.Duration) {
 			m.fallback(now, o, fmt.Sprintf("no step of the exchange for %v", now-o.progressAt))
 		}
 	}
+	m.askOverdue(now, o)
 	m.paxosTick(now)
 	m.checkDone(now)
+}
+
+// resultWait is how long a member that accepted a proposal waits for the
+// result before it asks a neighbour for it, and then between asks.
+func (m *Machine) resultWait() time.Duration { return m.r.Suspect / 16 }
+
+// askOverdue asks one neighbour, a different one each time, for the
+// result, once this member has heard a result from one source alone and
+// waited resultWait since (or since its last ask): a neighbour that has
+// finished answers with it (see answerLate). A member that accepted no
+// proposal (its proposal lost, or its estimate not yet close enough to
+// confirm it) takes a result only from two sources (see corroborated),
+// and the corrected-tree broadcast brings one copy to most members.
+// Before, such a member waited for a finished neighbour to answer one of
+// its heartbeats (every Suspect/5) or probes: at 16,384 simulated members
+// under 1 % loss the group had decided and broadcast within 70 ms, and its
+// last member had the result at 277 ms; now at 129 ms. A member that
+// accepted a proposal asked as well at first, and three members of trace
+// slow_network.txt (jitter of 6 s) were then told they had been excluded,
+// by neighbours they asked: that waits for the result as before.
+func (m *Machine) askOverdue(now time.Duration, o *op) {
+	if !m.awaiting(o) || now < m.overdueAt(o) {
+		return
+	}
+	for range len(m.nbrs) {
+		k := o.resultNext % len(m.nbrs)
+		o.resultNext++
+		if o.nbr[k].watch {
+			o.resultAskAt = now
+			m.stats.ResultAsks++
+			m.control(o, m.nbrs[k], tagPing, nil)
+			return
+		}
+	}
+}
+
+// awaiting reports whether operation o's member waits for a second source
+// of a result (see askOverdue).
+func (m *Machine) awaiting(o *op) bool {
+	return o.cert != nil && o.px.phase == 0 && len(o.heardOnce) > 0
+}
+
+// overdueAt is when askOverdue asks next.
+func (m *Machine) overdueAt(o *op) time.Duration {
+	return max(o.awaitAt, o.resultAskAt) + m.resultWait()
 }
 
 // opIdle is operation o's idle period: Config.Idle, or the operation's own;
@@ -2099,6 +2157,7 @@ func (m *Machine) corroborated(o *op, payload []float64, from int) bool {
 		o.heardOnce = slices.Delete(o.heardOnce, 0, 1)
 	}
 	o.heardOnce = append(o.heardOnce, heardResult{payload: slices.Clone(payload), from: from})
+	o.awaitAt = m.now
 	m.stats.Unconfirmed++
 	m.log.Debug("result heard from one source; waiting for a second", "from", from)
 	return false
