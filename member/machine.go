@@ -1590,8 +1590,9 @@ func (m *Machine) tickOp(now time.Duration) {
 	m.checkDone(now)
 }
 
-// resultWait is how long a member that accepted a proposal waits for the
-// result before it asks a neighbour for it, and then between asks.
+// resultWait is how long a member that heard a result from one source
+// alone waits for a second before it asks a neighbour for it, and then
+// between asks (see askOverdue).
 func (m *Machine) resultWait() time.Duration { return m.r.Suspect / 16 }
 
 // askOverdue asks one neighbour, a different one each time, for the

@@ -560,14 +560,15 @@ func (m *Machine) Step(msg gossip.Message, out []gossip.Message) ([]gossip.Messa
 // A quiet node owes them as it owes the pushes it answers (see Step), and
 // a hushed one lets them end.
 func (m *Machine) revive(out []gossip.Message) []gossip.Message {
-	for range m.lost {
-		switch {
-		case !m.quiet:
+	switch {
+	case m.lost == 0:
+	case !m.quiet:
+		for range m.lost {
 			m.cnt.Revived++
 			out = m.push(out, true)
-		case !m.hushed:
-			m.owed = max(m.owed, 1)
 		}
+	case !m.hushed:
+		m.owed = max(m.owed, 1)
 	}
 	return out
 }
