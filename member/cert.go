@@ -202,15 +202,7 @@ func (c *certificate) mergeWire(gen uint64, stable, dead wireSet) []int {
 		c.gen = gen
 		c.ver++
 		c.stable.clear()
-		c.nStable = 0
-		for src := stable.words(c.n); ; {
-			w, word, ok := src.next()
-			if !ok {
-				break
-			}
-			c.stable[w] = word
-			c.nStable += bits.OnesCount64(word)
-		}
+		c.nStable = stable.orInto(c.stable, c.n) // into an empty set: a copy
 		if c.ready() && !c.stable.has(c.self) {
 			c.stable.set(c.self)
 			c.nStable++
@@ -226,43 +218,71 @@ func (c *certificate) mergeWire(gen uint64, stable, dead wireSet) []int {
 
 // orInto adds the set, of n nodes, to dst and returns how many members
 // dst gained. It is the merge of most messages, specialized by form: a
-// bitmap is read a word at a time straight from its bytes.
+// bitmap is read a word at a time straight from its bytes, and a
+// complement fills the words between the ids it lists instead of asking
+// wireWords for each word. At 65,536 simulated members with 655 dead,
+// every stable set is such a complement once the group has settled, and
+// wireWords was over half of what merging cost in a profile of that row
+// (BenchmarkSetMerge: 6.2 µs to 4.4 µs for a complement, 1.77 to 1.53
+// µs for a bitmap).
 func (s wireSet) orInto(dst bitset, n int) (added int) {
-	if s.form != setBitmap {
+	or := func(w int, word uint64) {
+		if add := word &^ dst[w]; add != 0 {
+			dst[w] |= add
+			added += bits.OnesCount64(add)
+		}
+	}
+	last := len(dst) - 1
+	switch s.form {
+	case setBitmap:
+		b := s.body
+		whole := min(len(b)/8, last) // every word but the last: unmasked
+		for w := range whole {
+			or(w, binary.LittleEndian.Uint64(b[8*w:]))
+		}
+		for w := whole; w <= last; w++ {
+			var word uint64
+			for i := 8 * w; i < len(b) && i < 8*(w+1); i++ {
+				word |= uint64(b[i]) << (8 * (i % 8))
+			}
+			if w == last {
+				word &= lastMask(n)
+			}
+			or(w, word)
+		}
+	case setAllBut:
+		src := s.words(n) // src.pend: the next id not in the set
+		w := 0
+		for src.pend >= 0 {
+			hole := src.pend / 64 // the next word with an id missing
+			for ; w < hole; w++ {
+				or(w, ^uint64(0))
+			}
+			word := ^uint64(0)
+			for src.pend >= 0 && src.pend/64 == hole {
+				word &^= 1 << (src.pend % 64)
+				src.advance()
+			}
+			if w == last {
+				word &= lastMask(n)
+			}
+			or(w, word)
+			w++
+		}
+		for ; w < last; w++ {
+			or(w, ^uint64(0))
+		}
+		if w == last {
+			or(w, lastMask(n))
+		}
+	default:
 		src := s.words(n)
 		for {
 			w, word, ok := src.next()
 			if !ok {
 				return added
 			}
-			if add := word &^ dst[w]; add != 0 {
-				dst[w] |= add
-				added += bits.OnesCount64(add)
-			}
-		}
-	}
-	b := s.body
-	last := len(dst) - 1
-	whole := min(len(b)/8, len(dst))
-	for w := range whole {
-		word := binary.LittleEndian.Uint64(b[8*w:])
-		if w == last {
-			word &= lastMask(n)
-		}
-		if add := word &^ dst[w]; add != 0 {
-			dst[w] |= add
-			added += bits.OnesCount64(add)
-		}
-	}
-	if whole <= last {
-		var word uint64
-		for i := 8 * whole; i < len(b); i++ {
-			word |= uint64(b[i]) << (8 * (i % 8))
-		}
-		word &= lastMask(n)
-		if add := word &^ dst[whole]; add != 0 {
-			dst[whole] |= add
-			added += bits.OnesCount64(add)
+			or(w, word)
 		}
 	}
 	return added

@@ -255,6 +255,72 @@ func TestSetForms(t *testing.T) {
 	assert.Len(t, full.appendSet(nil, 65536), 2)
 }
 
+// Merging a set from its wire form, whichever form it takes, adds to a
+// set what OR-ing the decoded bitset would, and counts what it added.
+func TestSetFormsMergeLikeBitsets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	random := func(n int, density float64) bitset {
+		s := newBitset(n)
+		for j := range n {
+			if rng.Float64() < density {
+				s.set(j)
+			}
+		}
+		return s
+	}
+	forms := map[byte]int{}
+	for _, n := range []int{1, 2, 63, 64, 65, 127, 128, 129, 1000, 4096, 65536} {
+		for _, density := range []float64{0, 0.001, 0.3, 0.99, 0.999, 1} {
+			for _, into := range []float64{0, 0.5, 0.999, 1} {
+				src, dst := random(n, density), random(n, into)
+				b := src.appendSet(nil, n)
+				forms[b[0]]++
+				ws, rest, err := checkSet(b, n)
+				require.NoError(t, err)
+				require.Empty(t, rest)
+				want := slices.Clone(dst)
+				for w := range want {
+					want[w] |= src[w]
+				}
+				before := dst.count()
+				added := ws.orInto(dst, n)
+				assert.Equal(t, want, dst, "n %d density %v into %v form %d", n, density, into, b[0])
+				assert.Equal(t, want.count()-before, added, "n %d density %v into %v form %d: members added", n, density, into, b[0])
+			}
+		}
+	}
+	for _, form := range []byte{setBitmap, setList, setAllBut} {
+		assert.NotZero(t, forms[form], "form %d never tried", form)
+	}
+}
+
+// BenchmarkSetMerge merges a set of 65,536 members from its wire form
+// into an empty set: a bitmap (half the members, the stable set while it
+// fills) and a complement (all but 655, every stable set of a group with
+// 1 % crashed once it has settled).
+func BenchmarkSetMerge(b *testing.B) {
+	const n = 65536
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, c := range []struct {
+		name    string
+		members int
+	}{{"bitmap", n / 2}, {"complement", n - 655}} {
+		src := newBitset(n)
+		for _, j := range rng.Perm(n)[:c.members] {
+			src.set(j)
+		}
+		ws, _, err := checkSet(src.appendSet(nil, n), n)
+		require.NoError(b, err)
+		dst := newBitset(n)
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				clear(dst)
+				ws.orInto(dst, n)
+			}
+		})
+	}
+}
+
 func TestSetFormsRejectMalformed(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"empty":             {},
