@@ -233,6 +233,9 @@ func (s wireSet) orInto(dst bitset, n int) (added int) {
 		}
 	}
 	last := len(dst) - 1
+	if last < 0 {
+		return 0 // a group of no members: checkSet takes an empty bitmap
+	}
 	switch s.form {
 	case setBitmap:
 		b := s.body

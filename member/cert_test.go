@@ -292,6 +292,11 @@ func TestSetFormsMergeLikeBitsets(t *testing.T) {
 	for _, form := range []byte{setBitmap, setList, setAllBut} {
 		assert.NotZero(t, forms[form], "form %d never tried", form)
 	}
+	// A set of no members at all: checkSet accepts an empty bitmap, and
+	// merging it adds nothing (a review's find: it read before the body).
+	ws, _, err := checkSet([]byte{setBitmap}, 0)
+	require.NoError(t, err)
+	assert.Zero(t, ws.orInto(newBitset(0), 0))
 }
 
 // BenchmarkSetMerge merges a set of 65,536 members from its wire form
