@@ -406,6 +406,50 @@ func TestOutcastWaitsAsForASilentNeighbour(t *testing.T) {
 	assert.Greater(t, now-told, suspect)
 }
 
+// TestAStallTeachesPatience: a member that was itself not running for a
+// while waits twice that long for a silent neighbour, as it does after a
+// live neighbour's silence (limit). Suspect is 100 ms; the member stalls
+// for 80 ms, so neighbour 1, silent all along, is declared 160 ms after
+// the time it was last heard, moved forward by the stall (79 ms), not
+// after 100.
+func TestAStallTeachesPatience(t *testing.T) {
+	const suspect = 100 * time.Millisecond // newMember's
+	a := newMember(t, 0, 4, false)
+	require.NoError(t, a.Begin(0, member.Op{Epoch: 1, Values: []float64{1}}))
+	ping := func(now time.Duration, from int) { a.Step(now, toZero(from, pingTag)) }
+	for j := 1; j < 4; j++ {
+		ping(0, j)
+	}
+	now := time.Duration(0)
+	for now < 10*time.Millisecond { // running: a tick every Tick
+		now += time.Millisecond
+		a.Tick(now)
+		a.Outbox()
+	}
+	const stall = 80 * time.Millisecond
+	now += stall
+	a.Tick(now)
+	a.Outbox()
+	require.Equal(t, 1, a.Stats().Stalls)
+	heard := stall - time.Millisecond // forgiven: the stall less one Tick
+	declared := time.Duration(0)
+	for now < heard+4*suspect && declared == 0 {
+		now += time.Millisecond
+		if now%(10*time.Millisecond) == 0 {
+			ping(now, 2)
+			ping(now, 3)
+		}
+		a.Tick(now)
+		a.Outbox()
+		if a.Stats().Excluded > 0 {
+			declared = now
+		}
+	}
+	require.NotZero(t, declared, "neighbour 1 never declared dead")
+	assert.Greater(t, declared-heard, suspect+suspect/2, "declared after %v of silence: the stall taught nothing", declared-heard)
+	assert.InDelta(t, float64(2*stall), float64(declared-heard), float64(3*time.Millisecond), "declared after %v of silence", declared-heard)
+}
+
 // TestNoHeartbeatsAfterAStall: a tick that comes far later than Tick
 // means this member was not running (a starved process), and the silence
 // of that stretch is forgiven both ways: its neighbours' is not held
