@@ -378,14 +378,8 @@ func TestOutcastWaitsAsForASilentNeighbour(t *testing.T) {
 	for j := 1; j < 4; j++ {
 		ping(now, j)
 	}
-	for now < 90*time.Millisecond { // ticks every 1 ms; 2 and 3 speak every 10 ms, 1 is silent
-		now += time.Millisecond
-		if now%(10*time.Millisecond) == 0 {
-			ping(now, 2)
-			ping(now, 3)
-		}
-		a.Tick(now)
-		a.Outbox()
+	for now < 90*time.Millisecond {
+		now = tickOneSilent(a, now)
 	}
 	ping(now, 1)
 	require.Equal(t, 90*time.Millisecond, a.Stats().Slowest)
@@ -404,6 +398,20 @@ func TestOutcastWaitsAsForASilentNeighbour(t *testing.T) {
 	assert.Greater(t, now-told, 2*90*time.Millisecond, "gave up %v after it was told, before the patience a live silence taught", now-told)
 	assert.LessOrEqual(t, now-told, 2*90*time.Millisecond+2*time.Millisecond)
 	assert.Greater(t, now-told, suspect)
+}
+
+// tickOneSilent moves member a of a group of four 1 ms on from now and
+// ticks it; neighbours 2 and 3 ping it every 10 ms, neighbour 1 is silent.
+// It returns the new time.
+func tickOneSilent(a *member.Machine, now time.Duration) time.Duration {
+	now += time.Millisecond
+	if now%(10*time.Millisecond) == 0 {
+		a.Step(now, toZero(2, pingTag))
+		a.Step(now, toZero(3, pingTag))
+	}
+	a.Tick(now)
+	a.Outbox()
+	return now
 }
 
 // TestAStallTeachesPatience: a member that was itself not running for a
@@ -434,13 +442,7 @@ func TestAStallTeachesPatience(t *testing.T) {
 	heard := stall - time.Millisecond // forgiven: the stall less one Tick
 	declared := time.Duration(0)
 	for now < heard+4*suspect && declared == 0 {
-		now += time.Millisecond
-		if now%(10*time.Millisecond) == 0 {
-			ping(now, 2)
-			ping(now, 3)
-		}
-		a.Tick(now)
-		a.Outbox()
+		now = tickOneSilent(a, now)
 		if a.Stats().Excluded > 0 {
 			declared = now
 		}
