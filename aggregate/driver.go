@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/gossipreduce/gossipreduce/member"
@@ -21,7 +22,19 @@ type driver struct {
 	rq     *request // the operation under way, nil when idle
 	origin time.Time
 	timer  *time.Timer
+	ticker *time.Ticker // every Tick, while ticking
+	// ticking: the machine is ticked every Tick (see pace); active: it
+	// has an operation under way, and is counted in activeMembers.
+	ticking, active bool
 }
+
+// activeMembers counts the members of this process that have an operation
+// under way (see driver.pace).
+var activeMembers atomic.Int64
+
+// sparseTicks, set by tests, makes every driver tick its machine only
+// when NextTick says, even beside other members of its process.
+var sparseTicks atomic.Bool
 
 func newDriver(n *Node, m *member.Machine) *driver {
 	return &driver{n: n, m: m, origin: time.Now()}
@@ -33,16 +46,16 @@ func (d *driver) now() time.Duration { return time.Since(d.origin) }
 func (d *driver) loop() {
 	defer close(d.n.exited)
 	defer d.n.state.release() // before exited closes: a closed Node holds no state file
-	// The regular tick runs only during an operation: an idle member's
-	// timers are the machine's Wake, and a process holding hundreds of
-	// idle members woken every millisecond starves on a busy machine
-	// (joining 256 members took over 30 s beside six busy loops).
-	tick := time.NewTicker(d.n.r.Tick)
-	tick.Stop()
-	ticking := false
-	defer tick.Stop()
+	d.ticker = time.NewTicker(d.n.r.Tick)
+	d.ticker.Stop()
+	defer d.ticker.Stop()
 	d.timer = time.NewTimer(time.Hour)
 	defer d.timer.Stop()
+	defer func() {
+		if d.active {
+			activeMembers.Add(-1)
+		}
+	}()
 	for {
 		var opDone <-chan struct{}
 		reqs := d.n.reqs
@@ -69,24 +82,72 @@ func (d *driver) loop() {
 			}
 			d.m.Backlog(len(d.n.ep.Messages()))
 			d.m.Step(d.now(), msg)
-		case <-tick.C:
+		case <-d.ticker.C:
 			d.drain()
 			d.tick()
 		case <-d.timer.C:
+			d.drain()
 			d.tick()
 		case <-opDone:
 			d.m.GiveUp(d.now(), d.rq.ctx.Err())
 		}
 		d.flush()
 		d.autoStart()
-		if active := d.m.Active(); active != ticking {
-			if active {
-				tick.Reset(d.n.r.Tick)
-			} else {
-				tick.Stop()
-			}
-			ticking = active
+		d.pace()
+	}
+}
+
+// pace arms the timers for the machine's next tick. A member alone in its
+// process with an operation under way is ticked when NextTick says a tick
+// can act; members that share their process with others running an
+// operation are ticked every Tick, as all were until 2026-11-29.
+//
+// Regular ticks cost a wake-up every Tick: 160 member processes (ten
+// groups of 16 running PFCC on one server) spent about 55 s of CPU on a
+// round and completed 6 of 10 groups on an idle 2-core machine, each of
+// them in 12 to 30 s; ticked by NextTick, 7.4 s of CPU and 10 of 10 in
+// 3 s (docs/live.md, "Ticks when they can act"). But a tick that comes
+// late is also how a member learns that it was not running (the
+// local-health rule of member.Machine.Tick), and members of one process
+// wait behind each other, and behind an embedded server's goroutines, in
+// the Go scheduler: a member that sleeps until its next due time does not
+// see its neighbours' goroutines starved meanwhile. 2,048 members of one
+// process ticked by NextTick beside six busy loops excluded 394 live
+// members in three operations; ticked every Tick, none. A member alone in
+// its process is stalled only with its process, and its timer then fires
+// late, which the local-health rule reads as before.
+func (d *driver) pace() {
+	if active := d.m.Active(); active != d.active {
+		d.active = active
+		if active {
+			activeMembers.Add(1)
+		} else {
+			activeMembers.Add(-1)
 		}
+	}
+	regular := d.active && activeMembers.Load() > 1 && !sparseTicks.Load()
+	if regular != d.ticking {
+		if regular {
+			d.ticker.Reset(d.n.r.Tick)
+		} else {
+			d.ticker.Stop()
+		}
+		d.ticking = regular
+	}
+	now := d.now()
+	var at time.Duration
+	var ok bool
+	if regular {
+		at, ok = d.m.Wake()
+	} else {
+		at, ok = d.m.NextTick(now)
+	}
+	if ok {
+		wait := max(at-now, 0)
+		if wait < d.n.r.Tick && !d.n.ep.Online() {
+			wait = d.n.r.Tick // poll, rather than spin, until it is back
+		}
+		d.timer.Reset(wait)
 	}
 }
 
@@ -161,8 +222,7 @@ func (d *driver) autoStart() {
 }
 
 // flush sends the machine's outbox, hands an ended operation's outcome to
-// its caller, publishes the counts and arms the timer for the machine's
-// next wish.
+// its caller and publishes the counts.
 func (d *driver) flush() {
 	d.foreign()
 	if d.n.state != nil {
@@ -208,11 +268,4 @@ func (d *driver) flush() {
 		rq.done(out.Result, err)
 	}
 	d.n.setStats(d.m.Stats())
-	if at, ok := d.m.Wake(); ok {
-		wait := max(at-d.now(), 0)
-		if wait < d.n.r.Tick && !d.n.ep.Online() {
-			wait = d.n.r.Tick // poll, rather than spin, until it is back
-		}
-		d.timer.Reset(wait)
-	}
 }
