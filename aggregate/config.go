@@ -116,7 +116,10 @@ type Config struct {
 	Tau float64
 	// Tick is the period of the node's clock: how often it checks for
 	// silence, resends after loss and advances the result broadcast.
-	// Default 1ms.
+	// Default 1ms. A node alone in its process with an operation under
+	// way wakes only at the ticks that have something to do; nodes that
+	// share their process with others running an operation wake at every
+	// tick, which is how they notice that they were kept from running.
 	Tick time.Duration
 	// Idle is how long a member may go without sending before it takes a
 	// step on its own, which keeps an operation going after lost messages. The default is 4 ticks, or

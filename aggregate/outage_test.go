@@ -19,8 +19,19 @@ import (
 // that hear nobody because they cannot reach the network must not declare
 // each other dead, and every member returns the average of all inputs once
 // it is back. (Before endpoints reported Online, every member excluded
-// every other.)
+// every other.) It runs with the members ticked every Tick, as members
+// that share a process are, and ticked only when NextTick says, as a
+// member alone in its process is: polling the network while offline must
+// not count as ticks taken, or the outage is not forgiven.
 func TestOutageLongerThanSuspect(t *testing.T) {
+	t.Run("every tick", outageLongerThanSuspect)
+	t.Run("by NextTick", func(t *testing.T) {
+		t.Cleanup(aggregate.SparseTicks())
+		outageLongerThanSuspect(t)
+	})
+}
+
+func outageLongerThanSuspect(t *testing.T) {
 	const n, suspect = 8, 200 * time.Millisecond
 	var tr *transport.Memory
 	var armed atomic.Bool
