@@ -7,3 +7,6 @@ func SparseTicks() (restore func()) {
 	old := sparseTicks.Swap(true)
 	return func() { sparseTicks.Store(old) }
 }
+
+// Ticks is how many times the node's machine was ticked.
+func (n *Node) Ticks() int64 { return n.ticks.Load() }

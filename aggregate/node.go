@@ -40,6 +40,8 @@ type Node struct {
 
 	mu    sync.Mutex
 	stats Stats
+	// ticks counts the machine's ticks (for tests: see driver.pace).
+	ticks atomic.Int64
 }
 
 // Stats counts what a Node did over its life (see member.Stats).
