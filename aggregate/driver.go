@@ -103,8 +103,9 @@ func (d *driver) loop() {
 
 // pace arms the timers for the machine's next tick. A member alone in its
 // process with an operation under way is ticked when NextTick says a tick
-// can act; members that share their process with others running an
-// operation are ticked every Tick, as all were until 2026-11-29.
+// can act, at most every Tick; members that share their process with
+// others running an operation are ticked every Tick, as all were until
+// 2026-11-29.
 //
 // Regular ticks cost a wake-up every Tick: 160 member processes (ten
 // groups of 16 running PFCC on one server) spent about 55 s of CPU on a
