@@ -30,6 +30,8 @@ type driver struct {
 	// the time the timer was armed for by NextTick (see pace).
 	lastTick, due time.Duration
 	dueSet        bool
+	// ticked: the machine was ticked since NextTick was last asked.
+	ticked bool
 }
 
 // activeMembers counts the members of this process that have an operation
@@ -139,15 +141,17 @@ func (d *driver) pace() {
 		}
 		d.ticking = regular
 	}
-	if !regular && d.dueSet && d.now() >= d.due {
+	if !regular && (d.dueSet && d.now() >= d.due || d.ticked && d.now()-d.lastTick > 2*d.n.r.Tick) {
 		// The tick is due, and its timer has not fired yet, or it fired
 		// and a message was taken first: a process stopped past the due
-		// time finds both ready, and select picks at random. Tick now,
-		// before NextTick counts the ticks left out as taken, so that a
-		// stall is seen as one (the local-health rule of Tick): asked
-		// first, NextTick moved the machine's notion of the last tick to
-		// the present, and 5 of 25 stopped member processes logged no
-		// stall (a helper's adversarial runs, 2026-11-29).
+		// time finds both ready, and select picks at random. Or the last
+		// tick itself took more than two Ticks: the process was stopped
+		// in it. Tick now, before NextTick counts the ticks left out as
+		// taken, so that a stall is seen as one (the local-health rule of
+		// Tick), as a driver ticking every Tick sees it at its next tick:
+		// asked first, NextTick moved the machine's notion of the last
+		// tick to the present, and 5 of 25 stopped member processes
+		// logged no stall (a helper's adversarial runs, 2026-11-29).
 		d.drain()
 		d.tick()
 		d.flush()
@@ -159,6 +163,7 @@ func (d *driver) pace() {
 		at, ok = d.m.Wake()
 	} else {
 		at, ok = d.m.NextTick(now)
+		d.ticked = false
 		// No more often than every Tick, as a driver ticking every Tick
 		// would (NextTick names the first of its ticks that can act): the
 		// exchange's idle step is due again as soon as it is taken while
@@ -186,6 +191,7 @@ func (d *driver) pace() {
 func (d *driver) tick() {
 	d.dueSet = false
 	if d.n.ep.Online() {
+		d.ticked = true
 		d.lastTick = d.now()
 		d.n.ticks.Add(1)
 		d.m.Tick(d.lastTick)

@@ -3,6 +3,8 @@ package aggregate_test
 import (
 	"context"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,4 +84,56 @@ func TestTicksByNextTickAtMostEveryTick(t *testing.T) {
 			assert.LessOrEqual(t, nd.Ticks(), bound, "member %d ticked more often than every Tick", i)
 		}
 	}
+}
+
+// staller stops member 0's goroutine for d inside a call of the
+// injector (after a Step or an idle step) once it has sent 20 messages,
+// well before its operation can end, at most max times, each at least
+// gap after the last ended: a process stopped mid-operation, now and
+// then. Stops back to back would be one long stall, seen once.
+type staller struct {
+	max     int64
+	d, gap  time.Duration
+	stalled atomic.Int64
+	mu      sync.Mutex
+	end     time.Time
+}
+
+func (s *staller) InjectMessage(gossip.InjectPoint, *gossip.Message) {}
+
+func (s *staller) InjectState(p gossip.InjectPoint, _ gossip.Machine) {
+	if p.Node != 0 || p.Sent < 20 || s.stalled.Load() >= s.max {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.end.IsZero() && time.Since(s.end) < s.gap {
+		return
+	}
+	s.stalled.Add(1)
+	time.Sleep(s.d) // the stall itself, not a synchronisation
+	s.end = time.Now()
+}
+
+// TestTicksByNextTickSeeStalls: a member ticked by NextTick sees a stall
+// that spans a tick it was due, as one ticked every Tick does, and
+// forgives its neighbours that stretch (member.Machine.Tick's local-health
+// rule). Member 0 stops for 200 ms inside a Step or an idle step, with
+// 300 ms between stops; no two due times of this configuration are
+// 200 ms apart (Suspect/4 at most, 150 ms), so each stop spans one. A
+// stop ended by a message taken before the timer, or one inside a tick,
+// went unseen before 25b4e06 and the rule for a tick that took long.
+// Suspect is long enough (600 ms) that nobody declares member 0 dead for
+// a stop.
+func TestTicksByNextTickSeeStalls(t *testing.T) {
+	t.Cleanup(aggregate.SparseTicks())
+	const n = 16
+	s := &staller{max: 3, d: 200 * time.Millisecond, gap: 300 * time.Millisecond}
+	tr := memory(t, 0, 1)
+	nodes := group(t, tr, n, aggregate.Config{Group: "stalls", Algorithm: "pfcc", Epsilon: 1e-9,
+		Suspect: 600 * time.Millisecond, Injector: func(uint64) gossip.Injector { return s }})
+	o := averageAll(timeout(t, 30*time.Second), nodes, gossiptest.Inputs(n, 1, 4))
+	requireOK(t, o, 1e-9)
+	require.GreaterOrEqual(t, s.stalled.Load(), int64(1), "the premise: member 0 stopped during the operation")
+	assert.GreaterOrEqual(t, int64(nodes[0].Stats().Stalls), s.stalled.Load(), "stops seen as stalls")
 }
