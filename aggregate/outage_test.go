@@ -64,4 +64,9 @@ func outageLongerThanSuspect(t *testing.T) {
 	// messages lost in it would not do: an offline member is not ticked,
 	// so it may well send nothing until the network is back.)
 	assert.True(t, restored.Load(), "the operation ended before the network came back")
+	// Nor is the outage taken for the exchange's silence: a member that
+	// could not reach the network does not fall back to PFCC for it.
+	for i, nd := range nodes {
+		assert.Zero(t, nd.Stats().Fallbacks, "member %d fell back", i)
+	}
 }
