@@ -117,7 +117,8 @@ type Config struct {
 	// Tick is the period of the node's clock: how often it checks for
 	// silence, resends after loss and advances the result broadcast.
 	// Default 1ms. A node alone in its process with an operation under
-	// way wakes only at the ticks that have something to do; nodes that
+	// way wakes only at the ticks that have something to do (and every
+	// tick while its NATS connection is down, to see it back); nodes that
 	// share their process with others running an operation wake at every
 	// tick, which is how they notice that they were kept from running.
 	Tick time.Duration

@@ -141,7 +141,7 @@ func (d *driver) pace() {
 		}
 		d.ticking = regular
 	}
-	if !regular && !d.n.ep.Online() {
+	if !regular && d.active && !d.n.ep.Online() {
 		// Poll until the network is back, without asking NextTick: asked,
 		// it counts the ticks left out as taken, and the first tick back
 		// would not see the outage as a stall (see tick). Exchange
@@ -202,8 +202,11 @@ func (d *driver) pace() {
 // server restart of more than Suspect made every member exclude every
 // other.
 func (d *driver) tick() {
-	d.dueSet = false
 	if d.n.ep.Online() {
+		// An offline poll leaves the due time standing: the first event
+		// back, a message as well as the timer, then takes the overdue
+		// tick, which sees the outage as a stall (see pace).
+		d.dueSet = false
 		d.ticked = true
 		d.lastTick = d.now()
 		d.n.ticks.Add(1)

@@ -135,5 +135,8 @@ func TestTicksByNextTickSeeStalls(t *testing.T) {
 	o := averageAll(timeout(t, 30*time.Second), nodes, gossiptest.Inputs(n, 1, 4))
 	requireOK(t, o, 1e-9)
 	require.GreaterOrEqual(t, s.stalled.Load(), int64(1), "the premise: member 0 stopped during the operation")
-	assert.GreaterOrEqual(t, int64(nodes[0].Stats().Stalls), s.stalled.Load(), "stops seen as stalls")
+	// Seen, a stop is a gap of at least its length less the time from its
+	// start to the tick it spans (150 ms at most); short gaps are counted
+	// too, from the scheduler's delays, so the count alone says nothing.
+	assert.GreaterOrEqual(t, nodes[0].Stats().LongestStall, s.d-150*time.Millisecond, "a stop seen as a stall")
 }

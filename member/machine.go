@@ -125,8 +125,10 @@ type Stats struct {
 	ResultAsks int
 	// Stalls counts ticks that came so late that this member must have
 	// been stalled (starved of CPU, or stopped): its neighbours' silence
-	// over the stall was not held against them.
-	Stalls int
+	// over the stall was not held against them. LongestStall is the
+	// longest such gap between ticks.
+	Stalls       int
+	LongestStall time.Duration
 	// Probes counts the pings sent to neighbours gone silent, and
 	// Heartbeats the pongs nobody asked for, sent to neighbours this
 	// member had sent nothing for a while (see Config.Suspect).
@@ -1193,6 +1195,7 @@ func (m *Machine) Tick(now time.Duration) {
 			m.forgive(now, gap-m.r.Tick)
 			m.slowest = max(m.slowest, gap)
 			m.stats.Stalls++
+			m.stats.LongestStall = max(m.stats.LongestStall, gap)
 			if gap > m.r.Suspect/8 {
 				m.log.Debug("stalled", "for", gap, "at", now)
 			}
