@@ -100,6 +100,18 @@ func TestMessageLoss(t *testing.T) {
 // on another.
 func runWithCrashes(t *testing.T, n int, algorithm string, after int, crash []gossip.NodeID) *livegroup.Outcome {
 	t.Helper()
+	g := joinWithCrashes(t, n, algorithm, after, crash)
+	o := g.Average(timeout(t, 30*time.Second), gossiptest.Inputs(n, 1, 4))
+	for _, c := range crash {
+		assert.Error(t, o.Errs[c], "member %d crashed: it gets no result", c)
+	}
+	return o
+}
+
+// joinWithCrashes joins the group runWithCrashes runs (Suspect 150 ms),
+// whose members crash go silent after sending after messages.
+func joinWithCrashes(t *testing.T, n int, algorithm string, after int, crash []gossip.NodeID) *livegroup.Group {
+	t.Helper()
 	tr := memory(t, 0, 1)
 	cfg := aggregate.Config{Group: "crash", Algorithm: algorithm, Epsilon: 1e-9, Suspect: 150 * time.Millisecond}
 	var g *livegroup.Group
@@ -110,11 +122,7 @@ func runWithCrashes(t *testing.T, n int, algorithm string, after int, crash []go
 	g, err := livegroup.Join(context.Background(), tr, cfg, n, f)
 	require.NoError(t, err)
 	t.Cleanup(g.Close)
-	o := g.Average(timeout(t, 30*time.Second), gossiptest.Inputs(n, 1, 4))
-	for _, c := range crash {
-		assert.Error(t, o.Errs[c], "member %d crashed: it gets no result", c)
-	}
-	return o
+	return g
 }
 
 func joinOne(t *testing.T, tr transport.Transport, cfg aggregate.Config) *aggregate.Node {

@@ -1,10 +1,8 @@
 package aggregate_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,8 +13,6 @@ import (
 	"github.com/gossipreduce/gossipreduce/aggregate"
 	"github.com/gossipreduce/gossipreduce/gossip"
 	"github.com/gossipreduce/gossipreduce/internal/gossiptest"
-	"github.com/gossipreduce/gossipreduce/internal/livegroup"
-	"github.com/gossipreduce/gossipreduce/transport"
 )
 
 // TestTicksByNextTick runs the fault tests' groups with every member ticked
@@ -66,17 +62,8 @@ func TestTicksByNextTick(t *testing.T) {
 func TestTicksByNextTickAtMostEveryTick(t *testing.T) {
 	t.Cleanup(aggregate.SparseTicks())
 	const n, tick = 16, time.Millisecond // the default Tick
-	tr := memory(t, 0, 1)
-	cfg := aggregate.Config{Group: "pace", Epsilon: 1e-9, Suspect: 150 * time.Millisecond}
-	var g *livegroup.Group
-	f := livegroup.Faults{Crash: []gossip.NodeID{5}, CrashAfter: 0, FlipBit: -1,
-		Silence: func(id gossip.NodeID) {
-			tr.Crash(transport.Group{Name: cfg.Group, ConfigHash: g.Nodes[id].ConfigHash()}, id)
-		}}
 	start := time.Now()
-	g, err := livegroup.Join(context.Background(), tr, cfg, n, f)
-	require.NoError(t, err)
-	t.Cleanup(g.Close)
+	g := joinWithCrashes(t, n, "", 0, []gossip.NodeID{5})
 	o := g.Average(timeout(t, 30*time.Second), gossiptest.Inputs(n, 1, 4))
 	requireOK(t, o, 1e-9)
 	bound := int64(time.Since(start)/tick) + 1
@@ -87,33 +74,21 @@ func TestTicksByNextTickAtMostEveryTick(t *testing.T) {
 	}
 }
 
-// staller stops member 0's goroutine for d inside a call of the
+// staller stops member 0's goroutine once for d inside a call of the
 // injector (after a Step or an idle step) once it has sent 20 messages,
-// well before its operation can end, at most max times, each at least
-// gap after the last ended: a process stopped mid-operation, now and
-// then. Stops back to back would be one long stall, seen once.
+// well before its operation can end: a process stopped mid-operation.
 type staller struct {
-	max     int64
-	d, gap  time.Duration
+	d       time.Duration
 	stalled atomic.Int64
-	mu      sync.Mutex
-	end     time.Time
 }
 
 func (s *staller) InjectMessage(gossip.InjectPoint, *gossip.Message) {}
 
 func (s *staller) InjectState(p gossip.InjectPoint, _ gossip.Machine) {
-	if p.Node != 0 || p.Sent < 20 || s.stalled.Load() >= s.max {
+	if p.Node != 0 || p.Sent < 20 || !s.stalled.CompareAndSwap(0, 1) {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.end.IsZero() && time.Since(s.end) < s.gap {
-		return
-	}
-	s.stalled.Add(1)
 	time.Sleep(s.d) // the stall itself, not a synchronisation
-	s.end = time.Now()
 }
 
 // TestTicksByNextTickSeeStalls: a member ticked by NextTick sees a stall
@@ -137,7 +112,7 @@ func TestTicksByNextTickSeeStalls(t *testing.T) {
 	const n, runs = 16, 3
 	seen := 0
 	for run := range runs {
-		s := &staller{max: 1, d: 200 * time.Millisecond, gap: time.Hour}
+		s := &staller{d: 200 * time.Millisecond}
 		tr := memory(t, 0, 1)
 		nodes := group(t, tr, n, aggregate.Config{Group: fmt.Sprintf("stalls%d", run), Algorithm: "pfcc", Epsilon: 1e-9,
 			Suspect: 600 * time.Millisecond, Injector: func(uint64) gossip.Injector { return s }})
